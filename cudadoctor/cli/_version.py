@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from .. import __version__
+from ..datadir import data_info
+
+
+def line() -> str:
+    info = data_info()
+    data = f"compat data {info.data_version} ({info.origin}: {info.directory})" if info else "compat data not found"
+    return f"cudadoctor {__version__} · {data}"

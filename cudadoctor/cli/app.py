@@ -1,0 +1,65 @@
+"""The click group and the top-level handler that turns every failure into an exit code."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import List
+
+import click
+
+from ..errors import CudadoctorError, ExitCode
+from ._version import line as version_line
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(message="%(version)s", version=version_line(), package_name="cudadoctor")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Why your GPU software stack does or does not work, and how to fix it."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def _register() -> None:
+    from .check import check
+
+    cli.add_command(check)
+
+
+_register()
+
+
+def run(args: List[str]) -> int:
+    """Run the CLI on ``args``; return the exit code. Never lets a traceback out unless --debug."""
+    debug = "--debug" in args
+    try:
+        result = cli.main(args=args, prog_name="cudadoctor", standalone_mode=False)
+        return int(result) if isinstance(result, int) else ExitCode.OK
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except click.exceptions.Abort:
+        sys.stderr.write("cudadoctor: interrupted\n")
+        return ExitCode.INTERRUPTED
+    except CudadoctorError as exc:
+        sys.stderr.write(f"cudadoctor: error: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"  hint: {exc.hint}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("cudadoctor: interrupted\n")
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.OK
+    except Exception as exc:  # a bug: say so in one line, traceback only with --debug
+        if debug:
+            traceback.print_exc()
+        sys.stderr.write(
+            f"cudadoctor: internal error: {type(exc).__name__}: {exc}\n"
+            "  please report it with the output of: cudadoctor --debug " + " ".join(a for a in args if a != "--debug") + "\n"
+        )
+        return ExitCode.INTERNAL

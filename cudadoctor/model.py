@@ -1,0 +1,275 @@
+"""The Snapshot: every fact the probes gathered, as frozen values.
+
+Conventions (documented field by field in docs/snapshot.md):
+
+- A section that is ``None`` is *unknown* (not probed, or not given in a hand-written
+  snapshot). A section that is present but empty means *known to be absent*.
+- Inside a section, a field that is ``None`` is unknown unless its docs say otherwise.
+- A probe that fails records a :class:`ProbeError` in ``Snapshot.errors`` next to whatever it
+  could still read.
+
+This module imports nothing of ours, and uses ``typing.Optional``/``Tuple`` rather than the
+newer ``X | None`` syntax because the JSON loader evaluates the annotations at run time and the
+package supports Python 3.9.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+SCHEMA_VERSION = 1
+
+
+class ErrorKind(str, enum.Enum):
+    """Why a probe could not read a fact."""
+
+    NOT_INSTALLED = "not_installed"
+    NOT_SUPPORTED = "not_supported"
+    PERMISSION = "permission"
+    TIMEOUT = "timeout"
+    BAD_OUTPUT = "bad_output"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    """A fact a probe could not read, and why."""
+
+    probe: str
+    kind: ErrorKind
+    detail: str
+    duration_s: Optional[float] = None
+
+
+# --------------------------------------------------------------------------- host
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    os: Optional[str] = None  # linux | windows | macos | other
+    distribution: Optional[str] = None  # PRETTY_NAME of /etc/os-release
+    distribution_id: Optional[str] = None  # ID and VERSION_ID, e.g. "ubuntu 22.04"
+    kernel: Optional[str] = None
+    architecture: Optional[str] = None  # x86_64, aarch64, ...
+    glibc: Optional[str] = None
+    hostname: Optional[str] = None
+    username: Optional[str] = None
+    wsl: Optional[bool] = None  # running under WSL2
+    container: Optional[str] = None  # docker | podman | kubernetes | apptainer | containerd | lxc
+    cpu_model: Optional[str] = None
+    cpu_count: Optional[int] = None
+    memory_total_mib: Optional[int] = None
+    secure_boot: Optional[bool] = None
+
+
+# --------------------------------------------------------------------------- python
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """The target interpreter: the environment whose stack is inspected."""
+
+    version: Optional[str] = None  # "3.11.7"
+    implementation: Optional[str] = None  # cpython | pypy
+    executable: Optional[str] = None
+    prefix: Optional[str] = None
+    base_prefix: Optional[str] = None
+    env_kind: Optional[str] = None  # venv | conda | system
+    env_name: Optional[str] = None
+    platform_tag: Optional[str] = None  # sysconfig.get_platform(), e.g. linux-x86_64
+    site_packages: Tuple[str, ...] = ()
+    is_current: Optional[bool] = None  # the interpreter running cudadoctor itself
+
+
+# --------------------------------------------------------------------------- driver
+
+
+@dataclass(frozen=True)
+class DriverInfo:
+    loaded: Optional[bool] = None  # a kernel module is loaded and answering
+    driver_version: Optional[str] = None  # user-space driver (NVML / nvidia-smi)
+    cuda_driver_version: Optional[str] = None  # newest CUDA the driver supports, "12.8"
+    nvml_version: Optional[str] = None
+    nvml_error: Optional[str] = None  # NVML's exact error name, e.g. NVML_ERROR_DRIVER_NOT_LOADED
+    kernel_module_version: Optional[str] = None
+    kernel_module_flavor: Optional[str] = None  # proprietary | open
+    nouveau_loaded: Optional[bool] = None
+    device_nodes: Tuple[str, ...] = ()  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dxg
+    source: Optional[str] = None  # nvml | nvidia-smi | proc
+
+
+# --------------------------------------------------------------------------- gpus
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    serial: Optional[str] = None
+    pci_bus_id: Optional[str] = None  # "00000000:17:00.0"
+    pci_device_id: Optional[str] = None  # "0x2335" (device half of NVML's pciDeviceId)
+    compute_capability: Optional[str] = None  # "9.0"
+    memory_total_mib: Optional[int] = None
+    memory_used_mib: Optional[int] = None
+    mig_mode: Optional[str] = None  # enabled | disabled
+    ecc_mode: Optional[str] = None  # enabled | disabled
+    ecc_uncorrected_volatile: Optional[int] = None
+    ecc_uncorrected_aggregate: Optional[int] = None
+    retired_pages: Optional[int] = None
+    retired_pages_pending: Optional[bool] = None
+    remapped_rows_uncorrectable: Optional[int] = None
+    remapped_rows_pending: Optional[bool] = None
+    remapped_rows_failure: Optional[bool] = None
+    pcie_gen_current: Optional[int] = None
+    pcie_gen_max: Optional[int] = None
+    pcie_width_current: Optional[int] = None
+    pcie_width_max: Optional[int] = None
+    persistence_mode: Optional[str] = None  # enabled | disabled
+    temperature_c: Optional[int] = None
+    power_limit_w: Optional[float] = None
+    clocks_event_reasons: Tuple[str, ...] = ()  # decoded throttle reasons active now
+    source: Optional[str] = None  # nvml | nvidia-smi
+
+
+# --------------------------------------------------------------------------- toolkits
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    root: str
+    version: Optional[str] = None  # "13.0.88" or "12.4"
+    version_source: Optional[str] = None  # version.json | version.txt | nvcc | dist-info
+    nvcc: Optional[str] = None  # path to nvcc, when present
+    found_via: Tuple[str, ...] = ()  # CUDA_HOME, PATH, /usr/local/cuda, conda, pip, ...
+    active: bool = False  # the toolkit an extension build would use (see docs/snapshot.md)
+    exists: bool = True  # False when only a variable such as CUDA_HOME names it
+
+
+# --------------------------------------------------------------------------- libraries
+
+
+@dataclass(frozen=True)
+class LibraryCopy:
+    path: str
+    version: Optional[str] = None
+    found_via: Optional[str] = None  # LD_LIBRARY_PATH | ldconfig | default | conda | pip:<dist>
+    realpath: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Library:
+    """One CUDA library family (libcudnn, libcublas, ...) and every copy found.
+
+    ``copies`` are in the dynamic loader's search order: the first one is what
+    ``dlopen("libX.so.N")`` would load; copies from pip wheels and conda come after, since
+    frameworks reach those through their own RPATH.
+    """
+
+    name: str  # libcudnn
+    copies: Tuple[LibraryCopy, ...] = ()
+
+
+# --------------------------------------------------------------------------- packages
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str  # normalised distribution name (PEP 503)
+    version: str
+    installer: str = "pip"  # pip | conda
+    build: Optional[str] = None  # conda build string
+    channel: Optional[str] = None
+    location: Optional[str] = None
+
+
+# --------------------------------------------------------------------------- frameworks
+
+
+@dataclass(frozen=True)
+class FrameworkBuild:
+    """A framework as built, read from its files without importing it.
+
+    ``variant`` is ``cuda``, ``cpu``, ``rocm``, ``xpu`` or ``None`` when unknown; ``cuda`` is
+    the CUDA runtime the build targets (``None`` for non-CUDA builds or when unknown).
+    """
+
+    name: str  # torch | torchvision | torchaudio | tensorflow | jax | jaxlib | cupy | ...
+    version: Optional[str] = None
+    variant: Optional[str] = None
+    cuda: Optional[str] = None
+    cudnn: Optional[str] = None
+    nccl: Optional[str] = None
+    git_version: Optional[str] = None
+    distribution: Optional[str] = None  # the pip/conda distribution providing it
+    location: Optional[str] = None
+    details: Dict[str, str] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- compilers
+
+
+@dataclass(frozen=True)
+class Compiler:
+    name: str  # gcc | g++ | clang | cl
+    version: Optional[str] = None
+    path: Optional[str] = None
+
+
+# --------------------------------------------------------------------------- snapshot
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    schema_version: int = SCHEMA_VERSION
+    tool_version: Optional[str] = None
+    created_at: Optional[str] = None  # ISO 8601, UTC
+    host: Optional[HostInfo] = None
+    python: Optional[PythonEnv] = None
+    driver: Optional[DriverInfo] = None
+    gpus: Optional[Tuple[Gpu, ...]] = None
+    toolkits: Optional[Tuple[Toolkit, ...]] = None
+    libraries: Optional[Tuple[Library, ...]] = None
+    packages: Optional[Tuple[Package, ...]] = None
+    frameworks: Optional[Tuple[FrameworkBuild, ...]] = None
+    compilers: Optional[Tuple[Compiler, ...]] = None
+    env: Optional[Dict[str, str]] = None
+    errors: Tuple[ProbeError, ...] = ()
+    probe_durations_s: Dict[str, float] = field(default_factory=dict)
+
+    def framework(self, name: str) -> Optional[FrameworkBuild]:
+        """The build of ``name``, or ``None`` when absent or unknown."""
+        for build in self.frameworks or ():
+            if build.name == name:
+                return build
+        return None
+
+    def library(self, name: str) -> Optional[Library]:
+        for lib in self.libraries or ():
+            if lib.name == name:
+                return lib
+        return None
+
+    def errors_of(self, probe: str) -> Tuple[ProbeError, ...]:
+        return tuple(e for e in self.errors if e.probe == probe)
+
+    @property
+    def active_toolkit(self) -> Optional[Toolkit]:
+        for tk in self.toolkits or ():
+            if tk.active:
+                return tk
+        return None
+
+
+# --------------------------------------------------------------------------- report
+
+
+@dataclass(frozen=True)
+class Report:
+    """What renderers draw: the snapshot and the versions that produced it."""
+
+    snapshot: Snapshot
+    tool_version: str
+    data_version: str

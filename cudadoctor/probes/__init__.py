@@ -1,0 +1,127 @@
+"""Probes: the facts of a machine, gathered concurrently through the system seam.
+
+Each probe is a function ``(ctx) -> ProbeOutput`` listed in :data:`PROBES`. The runner gives
+every probe its own daemon thread and a deadline; a probe that raises becomes a ProbeError of
+kind ``error``, and one that overruns becomes a ProbeError of kind ``timeout``, so nothing a
+machine does can crash or hang ``collect``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+from .. import __version__
+from ..host import DEFAULT_TIMEOUT_S, Host
+from ..model import ErrorKind, ProbeError, Snapshot
+from .context import Context
+
+
+@dataclass
+class ProbeOutput:
+    """What one probe found: Snapshot fields to set, and the facts it could not read."""
+
+    values: Dict[str, Any] = field(default_factory=dict)
+    errors: List[ProbeError] = field(default_factory=list)
+
+
+ProbeFn = Callable[[Context], ProbeOutput]
+
+
+def _registry() -> Dict[str, ProbeFn]:
+    # Imported here, not at module level, so that `cudadoctor --version` stays cheap.
+    from . import compilers, driver, frameworks, libraries, packages, system, toolkits
+
+    return {
+        "host": system.probe_host,
+        "env": system.probe_env,
+        "python": packages.probe_python,
+        "driver": driver.probe_driver,
+        "gpus": driver.probe_gpus,
+        "toolkits": toolkits.probe_toolkits,
+        "libraries": libraries.probe_libraries,
+        "packages": packages.probe_packages,
+        "frameworks": frameworks.probe_frameworks,
+        "compilers": compilers.probe_compilers,
+    }
+
+
+def probe_names() -> List[str]:
+    return list(_registry())
+
+
+def collect(
+    host: Host,
+    python: Optional[str] = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    only: Optional[Sequence[str]] = None,
+) -> Snapshot:
+    """Run the probes against ``host`` and assemble a Snapshot.
+
+    ``python`` is the target interpreter (default: the one running cudadoctor); ``timeout``
+    bounds each external command; a probe as a whole gets a few commands' worth of time.
+    """
+    registry = _registry()
+    names = [n for n in registry if only is None or n in only]
+    ctx = Context(host=host, python=python, timeout=timeout)
+    results: Dict[str, ProbeOutput] = {}
+    durations: Dict[str, float] = {}
+    threads: Dict[str, threading.Thread] = {}
+
+    def runner(name: str, fn: ProbeFn) -> None:
+        start = time.monotonic()
+        try:
+            results[name] = fn(ctx)
+        except Exception as exc:  # a probe bug must not take the run down
+            results[name] = ProbeOutput(
+                errors=[ProbeError(name, ErrorKind.ERROR, f"{type(exc).__name__}: {exc}")]
+            )
+        durations[name] = round(time.monotonic() - start, 4)
+
+    for name in names:
+        thread = threading.Thread(target=runner, args=(name, registry[name]), daemon=True)
+        threads[name] = thread
+        thread.start()
+
+    deadline = time.monotonic() + probe_deadline(timeout)
+    for name, thread in threads.items():
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+    return assemble(names, results, durations, probe_deadline(timeout))
+
+
+def probe_deadline(timeout: float) -> float:
+    """How long the whole probe stage may take: a probe runs at most a few commands in a row."""
+    return 3 * timeout + 1.0
+
+
+def assemble(
+    names: Sequence[str],
+    results: Mapping[str, ProbeOutput],
+    durations: Mapping[str, float],
+    deadline: float,
+) -> Snapshot:
+    values: Dict[str, Any] = {}
+    errors: List[ProbeError] = []
+    for name in names:
+        out = results.get(name)
+        if out is None:
+            errors.append(
+                ProbeError(name, ErrorKind.TIMEOUT, f"did not finish within {deadline:.0f} s", deadline)
+            )
+            continue
+        values.update(out.values)
+        errors.extend(
+            e if e.duration_s is not None else replace(e, duration_s=durations.get(name)) for e in out.errors
+        )
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return Snapshot(
+        tool_version=__version__,
+        created_at=now.isoformat().replace("+00:00", "Z"),
+        errors=tuple(errors),
+        probe_durations_s=dict(sorted(durations.items())),
+        **values,
+    )

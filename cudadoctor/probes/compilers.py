@@ -1,0 +1,40 @@
+"""Host compilers: nvcc and framework extension builds depend on their versions."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..model import Compiler, ErrorKind, ProbeError
+from ..parsers import parse_compiler_version
+from . import ProbeOutput
+from .context import Context
+
+COMPILERS = ("gcc", "g++", "clang", "clang++")
+
+
+def probe_compilers(ctx: Context) -> ProbeOutput:
+    """Runs ``NAME --version`` for each compiler on PATH (and for $CC/$CXX when set).
+    A compiler that is absent is simply not listed."""
+    env = ctx.env()
+    names: List[str] = list(COMPILERS)
+    for var in ("CC", "CXX", "CUDAHOSTCXX"):
+        value = env.get(var, "").split(" ")[0]
+        if value and value not in names:
+            names.append(value)
+    found: List[Compiler] = []
+    errors: List[ProbeError] = []
+    for name in names:
+        path = ctx.host.which(name)
+        if path is None:
+            continue
+        result = ctx.run(path, "--version")
+        if not result.ok:
+            kind = ErrorKind.TIMEOUT if result.error == "timeout" else ErrorKind.ERROR
+            errors.append(ProbeError("compilers", kind, result.describe()))
+            found.append(Compiler(name=name, path=path))
+            continue
+        version = parse_compiler_version(result.stdout)
+        if version is None:
+            errors.append(ProbeError("compilers", ErrorKind.BAD_OUTPUT, f"{path} --version printed no version"))
+        found.append(Compiler(name=name, version=version, path=path))
+    return ProbeOutput({"compilers": tuple(found)}, errors)

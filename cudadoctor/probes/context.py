@@ -1,0 +1,140 @@
+"""Facts several probes need, computed once and shared between probe threads."""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
+
+from ..host import CommandResult, Host, InterpreterError, InterpreterFacts, try_list_dir
+from ..parsers import parse_dist_info_dirname
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """An installed distribution found by its ``.dist-info`` folder name."""
+
+    name: str  # normalised
+    version: str
+    site: str
+    dist_info: str  # full path of the .dist-info folder
+
+
+@dataclass
+class Context:
+    host: Host
+    python: Optional[str] = None
+    timeout: float = 5.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memo: Dict[str, Any] = field(default_factory=dict, repr=False)
+    _events: Dict[str, threading.Event] = field(default_factory=dict, repr=False)
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """Compute ``key`` once; other threads asking meanwhile wait for that result."""
+        with self._lock:
+            if key in self._memo:
+                return self._result(key)
+            event = self._events.get(key)
+            owner = event is None
+            if owner:
+                event = self._events[key] = threading.Event()
+        assert event is not None
+        if not owner:
+            event.wait()
+            return self._result(key)
+        try:
+            value = compute()
+            self._memo[key] = value
+        except BaseException as exc:
+            self._memo[key] = _Failed(exc)
+            raise
+        finally:
+            event.set()
+        return value
+
+    def _result(self, key: str) -> Any:
+        value = self._memo[key]
+        if isinstance(value, _Failed):
+            raise value.exc
+        return value
+
+    # ------------------------------------------------------------------ shared facts
+
+    def env(self) -> Mapping[str, str]:
+        return self.once("env", self.host.environ)
+
+    def run(self, *argv: str) -> CommandResult:
+        """Run a command once per probe stage, with the stage's timeout."""
+        return self.once("run:" + "\0".join(argv), lambda: self.host.run(argv, self.timeout))
+
+    def interpreter(self) -> Tuple[Optional[InterpreterFacts], Optional[str]]:
+        """The target interpreter's facts, or the reason they could not be had."""
+
+        def compute() -> Tuple[Optional[InterpreterFacts], Optional[str]]:
+            try:
+                return self.host.interpreter(self.python, self.timeout), None
+            except InterpreterError as exc:
+                return None, str(exc)
+
+        return self.once("interpreter", compute)
+
+    def site_dirs(self) -> Tuple[str, ...]:
+        facts, _ = self.interpreter()
+        return facts.site_packages if facts else ()
+
+    def list_dir(self, path: str) -> List[str]:
+        return self.once("ls:" + path, lambda: try_list_dir(self.host, path))
+
+    def distributions(self) -> List[Distribution]:
+        """Every ``*.dist-info``/``*.egg-info`` in the target's site directories, in path order."""
+
+        def compute() -> List[Distribution]:
+            found: List[Distribution] = []
+            for site in self.site_dirs():
+                for entry in self.list_dir(site):
+                    parsed = parse_dist_info_dirname(entry)
+                    if parsed:
+                        found.append(Distribution(parsed[0], parsed[1], site, posixpath.join(site, entry)))
+            return found
+
+        return self.once("distributions", compute)
+
+    def distribution(self, *names: str) -> Optional[Distribution]:
+        """The first installed distribution among ``names`` (normalised names)."""
+        by_name = self.once("dist-by-name", lambda: _first_by_name(self.distributions()))
+        for name in names:
+            if name in by_name:
+                return by_name[name]
+        return None
+
+    def conda_prefix(self) -> Optional[str]:
+        """The target environment's conda prefix, if it is a conda environment."""
+
+        def compute() -> Optional[str]:
+            facts, _ = self.interpreter()
+            candidates = [facts.prefix] if facts else []
+            if facts and facts.conda_prefix_env:
+                candidates.append(facts.conda_prefix_env)
+            if not facts:
+                candidates.append(self.env().get("CONDA_PREFIX", ""))
+            for prefix in candidates:
+                if prefix and self.host.is_dir(posixpath.join(prefix, "conda-meta")):
+                    return prefix
+            return None
+
+        return self.once("conda-prefix", compute)
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _first_by_name(dists: List[Distribution]) -> Dict[str, Distribution]:
+    out: Dict[str, Distribution] = {}
+    for dist in dists:
+        out.setdefault(dist.name, dist)
+    return out

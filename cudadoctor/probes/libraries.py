@@ -1,0 +1,184 @@
+"""The CUDA libraries the dynamic loader would find, every other copy, and their versions.
+
+Search order mirrors ld.so(8): LD_LIBRARY_PATH, then the ldconfig cache, then the default
+directories. Copies inside pip wheels (``nvidia/*/lib``, ``torch/lib``) and the conda env's
+``lib`` follow: frameworks reach those through their own RPATH, so they matter when a system
+copy shadows them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Dict, List, Optional, Tuple
+
+from ..host import try_read_text
+from ..model import ErrorKind, Library, LibraryCopy, ProbeError
+from ..parsers import parse_cudnn_header, parse_ldconfig, version_from_soname
+from . import ProbeOutput
+from .context import Context
+
+# The library families a CUDA stack loads. cuDNN 9 splits into sub-libraries (graph, ops, cnn,
+# adv, engines_*, heuristic); cuDNN 8 into *_infer/*_train; the main ones are listed.
+FAMILIES = (
+    "libcuda", "libnvidia-ml", "libcudart", "libcudnn", "libcudnn_graph", "libcudnn_ops",
+    "libcudnn_cnn", "libcudnn_adv", "libcudnn_ops_infer", "libcudnn_cnn_infer", "libcublas",
+    "libcublasLt", "libnccl", "libnvrtc", "libcufft", "libcusparse", "libcusolver", "libcurand",
+    "libnvJitLink",
+)
+DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
+MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu"}
+WSL_LIB = "/usr/lib/wsl/lib"
+
+_NAME = re.compile(r"^(?P<stem>lib[A-Za-z_-]+?)\.so(?:\.(?P<version>\d+(?:\.\d+)*))?$")
+
+
+def probe_libraries(ctx: Context) -> ProbeOutput:
+    """Lists each family's copies in loader order (one ``ldconfig -p`` call, directory listings,
+    no dlopen). Versions come from the file names (realpath included), cuDNN's header, or the
+    pip wheel that owns the copy."""
+    host = ctx.host
+    env = ctx.env()
+    errors: List[ProbeError] = []
+    dirs: List[Tuple[str, str]] = []  # (directory, found_via) in search order
+    for d in env.get("LD_LIBRARY_PATH", "").split(":"):
+        if d:
+            dirs.append((d, "LD_LIBRARY_PATH"))
+    cache = ctx.run("ldconfig", "-p")
+    if not cache.ok:
+        cache = ctx.run("/sbin/ldconfig", "-p")
+    cached: List[Tuple[str, str]] = parse_ldconfig(cache.stdout) if cache.ok else []
+    if not cache.ok and cache.error != "not_found":
+        errors.append(ProbeError("libraries", ErrorKind.ERROR, cache.describe()))
+    machine = host.platform().machine
+    defaults = list(DEFAULT_DIRS)
+    if machine in MULTIARCH:
+        defaults[2:2] = [f"/lib/{MULTIARCH[machine]}", f"/usr/lib/{MULTIARCH[machine]}"]
+    if host.is_dir(WSL_LIB):
+        defaults.insert(0, WSL_LIB)
+    conda = ctx.conda_prefix()
+    extra: List[Tuple[str, str]] = []
+    if conda:
+        extra.append((posixpath.join(conda, "lib"), "conda"))
+    extra.extend(_pip_lib_dirs(ctx))
+
+    libraries = []
+    for family in FAMILIES:
+        copies = _find(ctx, family, dirs, cached, defaults, extra)
+        if copies:
+            libraries.append(Library(family, tuple(copies)))
+    return ProbeOutput({"libraries": tuple(libraries)}, errors)
+
+
+def _pip_lib_dirs(ctx: Context) -> List[Tuple[str, str]]:
+    out: List[Tuple[str, str]] = []
+    for site in ctx.site_dirs():
+        nvidia = posixpath.join(site, "nvidia")
+        for sub in ctx.list_dir(nvidia):
+            lib = posixpath.join(nvidia, sub, "lib")
+            if ctx.host.is_dir(lib):
+                out.append((lib, f"pip:{_owner(ctx, sub)}"))
+        torch_lib = posixpath.join(site, "torch", "lib")  # older wheels bundled cuDNN and NCCL here
+        if ctx.host.is_dir(torch_lib):
+            out.append((torch_lib, "pip:torch"))
+    return out
+
+
+def _owner(ctx: Context, sub: str) -> str:
+    """The distribution that owns ``site/nvidia/<sub>``: nvidia-cudnn-cu12 for 'cudnn'."""
+    want = "nvidia-" + sub.replace("_", "-")
+    for dist in ctx.distributions():
+        if dist.name == want or re.fullmatch(re.escape(want) + r"(-cu\d+)?", dist.name):
+            return f"{dist.name}=={dist.version}"
+    return want
+
+
+def _find(
+    ctx: Context,
+    family: str,
+    dirs: List[Tuple[str, str]],
+    cached: List[Tuple[str, str]],
+    defaults: List[str],
+    extra: List[Tuple[str, str]],
+) -> List[LibraryCopy]:
+    copies: List[LibraryCopy] = []
+    seen: Dict[str, int] = {}
+
+    def add(path: str, via: str, version: Optional[str]) -> None:
+        try:
+            real = ctx.host.realpath(path)
+        except OSError:
+            real = path
+        if real in seen:
+            return
+        version = _best_version(family, path, real, version)
+        if family == "libcudnn":
+            version = _cudnn_header_version(ctx, path, version) or version
+        if via.startswith("pip:") and "==" in via and version is None:
+            version = via.split("==", 1)[1]
+        seen[real] = len(copies)
+        copies.append(LibraryCopy(path=path, version=version, found_via=via, realpath=real if real != path else None))
+
+    for directory, via in dirs:
+        for path, version in _in_dir(ctx, directory, family):
+            add(path, via, version)
+    for soname, path in cached:
+        m = _NAME.match(soname)
+        if m and m.group("stem") == family and m.group("version"):
+            add(path, "ldconfig", m.group("version"))
+    if not any(c.found_via == "ldconfig" for c in copies):
+        for directory in defaults:
+            for path, version in _in_dir(ctx, directory, family):
+                add(path, "default", version)
+    for directory, via in extra:
+        for path, version in _in_dir(ctx, directory, family):
+            add(path, via, version)
+    return copies
+
+
+def _in_dir(ctx: Context, directory: str, family: str) -> List[Tuple[str, Optional[str]]]:
+    """Versioned files of ``family`` in ``directory``, one per major (``libX.so.N``)."""
+    best: Dict[str, Tuple[str, Optional[str]]] = {}
+    for entry in ctx.list_dir(directory):
+        m = _NAME.match(entry)
+        if not m or m.group("stem") != family or not m.group("version"):
+            continue
+        version = m.group("version")
+        major = version.split(".")[0]
+        current = best.get(major)
+        if current is None or len(version) > len(current[1] or "") or entry.count(".") < current[0].count("."):
+            # keep the soname path (libX.so.N) but the longest version seen
+            path = posixpath.join(directory, f"{family}.so.{major}")
+            if f"{family}.so.{major}" not in ctx.list_dir(directory):
+                path = posixpath.join(directory, entry)
+            longest = version if current is None or len(version) > len(current[1] or "") else current[1]
+            best[major] = (path, longest)
+    return [best[k] for k in sorted(best, key=lambda v: -int(v))]
+
+
+def _best_version(family: str, path: str, real: str, version: Optional[str]) -> Optional[str]:
+    candidates = [version] if version else []
+    for name in (posixpath.basename(path), posixpath.basename(real)):
+        v = version_from_soname(name, family)
+        if v:
+            candidates.append(v)
+    return max(candidates, key=lambda v: v.count(".")) if candidates else None
+
+
+def _cudnn_header_version(ctx: Context, lib_path: str, soname_version: Optional[str]) -> Optional[str]:
+    """cuDNN's full version from ``cudnn_version.h`` beside the library (pip wheels, toolkits,
+    conda), or from the system include directory for a copy in a system directory. A header
+    whose major differs from the library's is someone else's and is ignored."""
+    base = posixpath.dirname(posixpath.dirname(lib_path))
+    headers = [posixpath.join(base, "include", "cudnn_version.h")]
+    if lib_path.startswith(("/usr/lib", "/lib")):
+        headers += ["/usr/include/cudnn_version.h", "/usr/include/x86_64-linux-gnu/cudnn_version_v9.h",
+                    "/usr/include/x86_64-linux-gnu/cudnn_version_v8.h"]
+    major = (soname_version or "").split(".")[0]
+    for header in headers:
+        version = ctx.once(
+            "cudnn-header:" + header, lambda h=header: parse_cudnn_header(try_read_text(ctx.host, h) or "")  # type: ignore[misc]
+        )
+        if version and (not major or version.split(".")[0] == major):
+            return version
+    return None

@@ -1,0 +1,22 @@
+"""Renderers: a Report in, text on a stream out. They decide nothing."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, TextIO
+
+from ..model import Report
+
+
+def _text(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
+    from .text import render_text
+
+    render_text(report, stream, color=color, verbose=verbose)
+
+
+def _json(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
+    from .jsonout import render_json
+
+    render_json(report, stream)
+
+
+RENDERERS: Dict[str, Callable[[Report, TextIO, bool, bool], None]] = {"text": _text, "json": _json}

@@ -1,0 +1,27 @@
+"""The versioned JSON envelope (keys pinned by tests/test_contract.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, TextIO
+
+from ..model import Report
+from ..serialize import snapshot_to_dict
+
+ENVELOPE_FORMAT = "cudadoctor.report"
+ENVELOPE_VERSION = 1
+
+
+def envelope(report: Report) -> Dict[str, Any]:
+    return {
+        "format": ENVELOPE_FORMAT,
+        "format_version": ENVELOPE_VERSION,
+        "tool_version": report.tool_version,
+        "data_version": report.data_version,
+        "snapshot": snapshot_to_dict(report.snapshot),
+    }
+
+
+def render_json(report: Report, stream: TextIO) -> None:
+    json.dump(envelope(report), stream, indent=2, ensure_ascii=False)
+    stream.write("\n")
