@@ -230,6 +230,7 @@ class Snapshot:
     python: Optional[PythonEnv] = None
     driver: Optional[DriverInfo] = None
     gpus: Optional[Tuple[Gpu, ...]] = None
+    gpus_source: Optional[str] = None  # nvml | nvidia-smi | pci: who listed the GPUs
     toolkits: Optional[Tuple[Toolkit, ...]] = None
     libraries: Optional[Tuple[Library, ...]] = None
     packages: Optional[Tuple[Package, ...]] = None

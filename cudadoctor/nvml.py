@@ -91,6 +91,10 @@ class RealNvml:
                 return
             if self._init_error is not None:
                 raise self._init_error
+            missing = _library_missing()
+            if missing is not None:
+                self._init_error = NvmlError(LIBRARY_NOT_FOUND, missing)
+                raise self._init_error
             try:
                 import pynvml
             except Exception as exc:  # ImportError, or a broken install
@@ -141,6 +145,23 @@ class RealNvml:
                 raise self._error(exc) from None
             self._handles[index] = handle
         return self._call(fn, handle, *args)
+
+
+def _library_missing() -> Optional[str]:
+    """On Linux pynvml's nvmlInit dlopens 'libnvidia-ml.so.1'. Trying that first costs a
+    fraction of importing pynvml (which pulls in ctypes.util, shutil, tempfile, ...) and gives
+    the same answer on the many machines that have no driver at all."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError as exc:
+        return str(exc)
+    return None
 
 
 class RecordedNvml:

@@ -64,7 +64,7 @@ def parse_cuda_version_txt(text: str) -> Optional[str]:
 
 def parse_cudnn_header(text: str) -> Optional[str]:
     """``cudnn_version.h`` (cuDNN ≥ 8) or ``cudnn.h`` (older): the three #defines."""
-    parts = []
+    parts: List[str] = []
     for name in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"):
         m = re.search(r"#\s*define\s+" + name + r"\s+(\d+)\b", text)
         if not m:

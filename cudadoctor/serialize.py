@@ -59,7 +59,8 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             f"schema_version {version} is newer than this cudadoctor understands "
             f"({SCHEMA_VERSION}); upgrade cudadoctor"
         )
-    return from_jsonable(Snapshot, data, "")
+    snapshot: Snapshot = from_jsonable(Snapshot, data, "")
+    return snapshot
 
 
 def snapshot_from_json(text: str) -> Snapshot:
@@ -103,7 +104,7 @@ def from_jsonable(tp: Type[T] | Any, value: Any, path: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
             raise SnapshotError(f"{where}: expected an object, got {_kind(value)}")
-        hints = _hints(tp)  # type: ignore[arg-type]
+        hints = _hints(tp)
         names = {f.name for f in dataclasses.fields(tp)}
         for key in value:
             if key not in names:

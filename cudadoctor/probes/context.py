@@ -36,7 +36,7 @@ class Context:
         """Compute ``key`` once; other threads asking meanwhile wait for that result."""
         with self._lock:
             if key in self._memo:
-                return self._result(key)
+                return self._result(key)  # type: ignore[no-any-return]
             event = self._events.get(key)
             owner = event is None
             if owner:
@@ -44,7 +44,7 @@ class Context:
         assert event is not None
         if not owner:
             event.wait()
-            return self._result(key)
+            return self._result(key)  # type: ignore[no-any-return]
         try:
             value = compute()
             self._memo[key] = value

@@ -209,11 +209,45 @@ def probe_gpus(ctx: Context) -> ProbeOutput:
     if init_error is None:
         return _gpus_from_nvml(ctx)
     rows, failure = _smi_query(ctx)
-    if failure is not None:
-        # The driver probe already records why neither NVML nor nvidia-smi answered.
-        kind = _NVML_KIND.get(init_error.name, ErrorKind.ERROR)
-        return ProbeOutput({}, [ProbeError("gpus", kind, f"no GPU facts: NVML {init_error.name}; {failure[1]}")])
-    return ProbeOutput({"gpus": tuple(_gpu_from_smi(i, row) for i, row in enumerate(rows))})
+    if failure is None:
+        return ProbeOutput(
+            {"gpus": tuple(_gpu_from_smi(i, row) for i, row in enumerate(rows)), "gpus_source": "nvidia-smi"}
+        )
+    pci = _gpus_from_pci(ctx)
+    if pci is not None:
+        return ProbeOutput({"gpus": pci, "gpus_source": "pci"})
+    # The driver probe already records why neither NVML nor nvidia-smi answered.
+    kind = _NVML_KIND.get(init_error.name, ErrorKind.ERROR)
+    return ProbeOutput({}, [ProbeError("gpus", kind, "neither NVML, nvidia-smi nor /sys/bus/pci could list GPUs")])
+
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+NVIDIA_VENDOR = "0x10de"
+
+
+def _gpus_from_pci(ctx: Context) -> Optional[Tuple[Gpu, ...]]:
+    """NVIDIA display and 3D controllers (PCI class 0x03xxxx) on the PCI bus, which the kernel
+    lists whether or not a driver is bound: this is how "a GPU but no driver" is told apart
+    from "no GPU". ``None`` when the bus cannot be read (not Linux, or hidden by a sandbox)."""
+    if not ctx.host.is_dir(PCI_DEVICES):
+        return None
+    gpus: List[Gpu] = []
+    for address in ctx.list_dir(PCI_DEVICES):
+        base = f"{PCI_DEVICES}/{address}"
+        vendor = (try_read_text(ctx.host, f"{base}/vendor", 64) or "").strip().lower()
+        klass = (try_read_text(ctx.host, f"{base}/class", 64) or "").strip().lower()
+        if vendor != NVIDIA_VENDOR or not klass.startswith("0x03"):
+            continue
+        device = (try_read_text(ctx.host, f"{base}/device", 64) or "").strip().lower()
+        gpus.append(
+            Gpu(
+                index=len(gpus),
+                pci_bus_id=address,
+                pci_device_id=device if re.fullmatch(r"0x[0-9a-f]{4}", device) else None,
+                source="pci",
+            )
+        )
+    return tuple(gpus)
 
 
 def _gpus_from_nvml(ctx: Context) -> ProbeOutput:
@@ -228,7 +262,7 @@ def _gpus_from_nvml(ctx: Context) -> ProbeOutput:
         gpus.append(gpu)
         if lost is not None:
             errors.append(ProbeError("gpus", ErrorKind.ERROR, f"GPU {index}: {lost}"))
-    return ProbeOutput({"gpus": tuple(gpus)}, errors)
+    return ProbeOutput({"gpus": tuple(gpus), "gpus_source": "nvml"}, errors)
 
 
 def _gpu_from_nvml(nvml: Any, index: int) -> Tuple[Gpu, Optional[str]]:

@@ -22,12 +22,13 @@ def probe_python(ctx: Context) -> ProbeOutput:
         return ProbeOutput({}, [ProbeError("python", kind, reason or "the interpreter did not answer")])
     env = ctx.env()
     conda = ctx.conda_prefix()
+    name: Optional[str]
     if conda is not None:
-        kind, name = "conda", _conda_env_name(conda, env.get("CONDA_DEFAULT_ENV"))
+        env_kind, name = "conda", _conda_env_name(conda, env.get("CONDA_DEFAULT_ENV"))
     elif facts.prefix != facts.base_prefix:
-        kind, name = "venv", posixpath.basename(facts.prefix.rstrip("/")) or None
+        env_kind, name = "venv", posixpath.basename(facts.prefix.rstrip("/")) or None
     else:
-        kind, name = "system", None
+        env_kind, name = "system", None
     return ProbeOutput(
         {
             "python": PythonEnv(
@@ -36,7 +37,7 @@ def probe_python(ctx: Context) -> ProbeOutput:
                 executable=facts.executable,
                 prefix=facts.prefix,
                 base_prefix=facts.base_prefix,
-                env_kind=kind,
+                env_kind=env_kind,
                 env_name=name,
                 platform_tag=facts.platform_tag,
                 site_packages=facts.site_packages,

@@ -106,12 +106,15 @@ def _gpus(snap: Snapshot, verbose: bool) -> List[str]:
         errs = snap.errors_of("gpus")
         return [f"unknown ({errs[0].detail})" if errs else "unknown"]
     if not snap.gpus:
-        return ["none visible"]
-    return [_gpu_line(g, verbose) for g in snap.gpus]
+        return ["no NVIDIA GPU on the PCI bus" if snap.gpus_source == "pci" else f"none visible to {snap.gpus_source or 'the driver'}"]
+    lines = [_gpu_line(g, verbose) for g in snap.gpus]
+    if any(g.source == "pci" for g in snap.gpus):
+        lines.append("(seen on the PCI bus only: no driver answered for them)")
+    return lines
 
 
 def _gpu_line(g: Gpu, verbose: bool) -> str:
-    bits = [f"{g.index}  {g.name or 'unknown GPU'}"]
+    bits = [f"{g.index}  {g.name or 'NVIDIA GPU ' + (g.pci_device_id or '(model unknown)')}"]
     if g.compute_capability:
         bits.append(f"sm_{g.compute_capability.replace('.', '')} (compute capability {g.compute_capability})")
     if g.memory_total_mib is not None:
@@ -132,7 +135,7 @@ def _gpu_line(g: Gpu, verbose: bool) -> str:
     active = [r for r in g.clocks_event_reasons if r != "gpu_idle"]
     if active:
         bits.append("clocks held back: " + ", ".join(active))
-    if verbose:
+    if verbose or g.source == "pci":
         extra = [f"bus {g.pci_bus_id}" if g.pci_bus_id else "", f"device id {g.pci_device_id}" if g.pci_device_id else "",
                  f"{g.temperature_c} °C" if g.temperature_c is not None else "",
                  f"power limit {g.power_limit_w:g} W" if g.power_limit_w is not None else "",
