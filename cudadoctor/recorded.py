@@ -11,8 +11,21 @@ their absolute paths (``fs/proc/driver/nvidia/version`` is ``/proc/driver/nvidia
 - ``unreadable``: paths that raise ``PermissionError``.
 - ``commands``: ``[{argv, stdout, stderr, returncode, error, hang_s}]``; ``argv[0]`` may be a
   bare name (matches any path with that basename) or a full path.
-- ``interpreter``: the target interpreter's facts; ``interpreters``: ``{path: facts}``.
+- ``interpreter``: the target interpreter's facts; ``interpreters``: ``{path: facts}``. Facts
+  may carry ``is_current`` (default: true for ``interpreter``, false for ``interpreters``);
+  ``{"$error": text, "kind": "timeout"}`` in ``interpreters`` makes that interpreter fail to
+  answer (``kind`` as in InterpreterError, default ``error``).
 - ``nvml``: see :class:`~cudadoctor.nvml.RecordedNvml`.
+
+Exact answers, written by :mod:`cudadoctor.recorder` (hand-written machines rarely need them).
+Each one, where present for a path or name, wins over what the tree above would say:
+
+- ``listings``: ``{dir: [names]}``; ``list_dir`` returns exactly these names.
+- ``stat``: ``{path: "file" | "dir" | "other" | "missing"}`` answers ``is_file``, ``is_dir``
+  and ``exists`` (``other``: exists but is neither, e.g. the device node ``/dev/nvidia0``).
+- ``realpaths``: ``{path: real}``; an answer for a directory also holds below it.
+- ``which``: ``{name: path or null}``.
+- ``recording``: provenance (when, what was trimmed); never read when replaying.
 
 docs/recorded-machines.md says how to record a new one.
 """
@@ -49,6 +62,10 @@ class RecordedHost:
         self._unreadable: Set[str] = {_norm(p) for p in data.get("unreadable", [])}
         self._dirs: Set[str] = {_norm(p) for p in data.get("dirs", [])}
         self._nvml = RecordedNvml(data.get("nvml"))
+        self._listings: Dict[str, List[str]] = {_norm(k): list(v) for k, v in data.get("listings", {}).items()}
+        self._stat: Dict[str, str] = {_norm(k): str(v) for k, v in data.get("stat", {}).items()}
+        self._realpaths: Dict[str, str] = {_norm(k): _norm(v) for k, v in data.get("realpaths", {}).items()}
+        self._which: Dict[str, Optional[str]] = dict(data.get("which", {}))
         for path in list(self._files) + list(self._links) + list(self._dirs):
             parent = posixpath.dirname(path)
             while parent not in self._dirs:
@@ -65,7 +82,25 @@ class RecordedHost:
     # ------------------------------------------------------------------ paths
 
     def realpath(self, path: str) -> str:
-        path = _norm(path)
+        return self._realpath(_norm(path), 0)
+
+    def _realpath(self, path: str, depth: int) -> str:
+        known = self._realpaths.get(path)
+        if known is not None:
+            return known
+        if depth < 40 and self._realpaths:
+            # realpath(P) = R means realpath(P/x) = realpath(R/x): a recorded answer for a
+            # symlinked directory resolves everything below it.
+            parent = posixpath.dirname(path)
+            while parent != "/":
+                real = self._realpaths.get(parent)
+                if real is not None and real != parent:
+                    rest = path[len(parent) + 1 :]
+                    return self._realpath(_norm(posixpath.join(real, rest)), depth + 1)
+                parent = posixpath.dirname(parent)
+        return self._resolve_links(path)
+
+    def _resolve_links(self, path: str) -> str:
         for _ in range(40):
             changed = False
             parts = path.split("/")
@@ -108,6 +143,9 @@ class RecordedHost:
 
     def list_dir(self, path: str) -> List[str]:
         real = self._check(path)
+        listing = self._listings.get(_norm(path), self._listings.get(real))
+        if listing is not None:
+            return list(listing)
         if not self.is_dir(real):
             if self.is_file(real):
                 raise NotADirectoryError(20, "Not a directory", path)
@@ -122,17 +160,35 @@ class RecordedHost:
             names.update(os.listdir(disk))
         return sorted(names)
 
+    def _kind(self, path: str) -> Optional[str]:
+        """The recorded ``stat`` answer for ``path`` (or its real path), if there is one."""
+        if not self._stat:
+            return None
+        kind = self._stat.get(_norm(path))
+        if kind is None:
+            try:
+                kind = self._stat.get(self.realpath(path))
+            except OSError:
+                return None
+        return kind
+
     def is_dir(self, path: str) -> bool:
+        kind = self._kind(path)
+        if kind is not None:
+            return kind == "dir"
         try:
             real = self.realpath(path)
         except OSError:
             return False
-        if real in self._dirs or real == "/":
+        if real in self._dirs or real in self._listings or real == "/":
             return True
         disk = self._disk(real)
         return bool(disk and os.path.isdir(disk))
 
     def is_file(self, path: str) -> bool:
+        kind = self._kind(path)
+        if kind is not None:
+            return kind == "file"
         try:
             real = self.realpath(path)
         except OSError:
@@ -143,9 +199,14 @@ class RecordedHost:
         return bool(disk and os.path.isfile(disk))
 
     def exists(self, path: str) -> bool:
+        kind = self._kind(path)
+        if kind is not None:
+            return kind != "missing"
         return self.is_file(path) or self.is_dir(path)
 
     def which(self, name: str) -> Optional[str]:
+        if name in self._which:
+            return self._which[name]
         if "/" in name:
             return name if self.is_file(name) else None
         for directory in self.environ().get("PATH", "").split(":"):
@@ -210,16 +271,23 @@ class RecordedHost:
             if facts is None:
                 default = self.data.get("interpreter")
                 if default and default.get("executable") == executable:
-                    return interpreter_facts_from_json(default, is_current=True)
+                    return _facts(default, current=True)
                 raise InterpreterError(f"{executable}: No such file or directory")
-            return interpreter_facts_from_json(facts, is_current=False)
+            return _facts(facts, current=False)
         default = self.data.get("interpreter")
         if default is None:
             raise InterpreterError("no interpreter recorded")
-        return interpreter_facts_from_json(default, is_current=True)
+        return _facts(default, current=True)
 
     def nvml(self) -> RecordedNvml:
         return self._nvml
+
+
+def _facts(data: Mapping[str, Any], current: bool) -> InterpreterFacts:
+    """Recorded facts; ``is_current`` as recorded when it was, else ``current``."""
+    if "$error" in data:
+        raise InterpreterError(str(data["$error"]), kind=str(data.get("kind", "error")))
+    return interpreter_facts_from_json(data, is_current=bool(data.get("is_current", current)))
 
 
 def _norm(path: str) -> str:

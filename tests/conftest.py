@@ -1,0 +1,47 @@
+"""Shared fixtures: the recorded machines under tests/machines/."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable
+
+import pytest
+
+from cudadoctor.model import Snapshot
+from cudadoctor.recorded import RecordedHost
+
+MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
+
+
+@pytest.fixture
+def machines_dir() -> str:
+    """The folder holding one sub-folder per recorded machine."""
+    return MACHINES_DIR
+
+
+@pytest.fixture
+def load_machine() -> Callable[[str], RecordedHost]:
+    """``load_machine(name)``: a fresh RecordedHost of ``tests/machines/<name>/``."""
+
+    def load(name: str) -> RecordedHost:
+        return RecordedHost.load(os.path.join(MACHINES_DIR, name))
+
+    return load
+
+
+def without_timing(snapshot: Snapshot) -> Snapshot:
+    """The snapshot less what differs between two runs on the same machine: when it was taken
+    and how long each probe took."""
+    return dataclasses.replace(
+        snapshot,
+        created_at=None,
+        probe_durations_s={},
+        errors=tuple(dataclasses.replace(e, duration_s=None) for e in snapshot.errors),
+    )
+
+
+@pytest.fixture
+def comparable() -> Callable[[Snapshot], Snapshot]:
+    """:func:`without_timing`, as a fixture."""
+    return without_timing
