@@ -1,0 +1,3 @@
+
+TOP              = $(_HERE_)/..
+(trimmed)
