@@ -218,8 +218,17 @@ class RealHost:
         self._nvml: Optional[Nvml] = None
 
     def read_bytes(self, path: str, limit: int = MAX_READ_BYTES) -> bytes:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
+        # Read in small chunks: some /proc files refuse one large read with ENOMEM.
+        chunks: List[bytes] = []
+        left = limit
+        with open(path, "rb", buffering=0) as fh:
+            while left > 0:
+                chunk = fh.read(min(left, 64 * 1024))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        return b"".join(chunks)
 
     def list_dir(self, path: str) -> List[str]:
         return os.listdir(path)
@@ -282,11 +291,11 @@ class RealHost:
         # -I: a json.py in the current directory or PYTHONPATH must not answer for the stdlib.
         result = self.run([executable, "-I", "-c", INTERPRETER_SCRIPT], timeout)
         if not result.ok:
-            raise InterpreterError(result.describe())
+            raise InterpreterError(result.describe(), kind=result.error or "error")
         try:
             return interpreter_facts_from_json(json.loads(result.stdout), is_current=False)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InterpreterError(f"{executable} printed no usable facts ({exc})") from None
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # '[[[[...' recurses
+            raise InterpreterError(f"{executable} printed no usable facts ({exc})", kind="bad_output") from None
 
     def nvml(self) -> Nvml:
         if self._nvml is None:
@@ -297,7 +306,12 @@ class RealHost:
 
 
 class InterpreterError(RuntimeError):
-    """The target interpreter could not be asked for its facts."""
+    """The target interpreter could not be asked for its facts. ``kind`` says why, in
+    CommandResult's words (not_found | timeout | permission | error) or bad_output."""
+
+    def __init__(self, message: str, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def _same_file(a: str, b: str) -> bool:

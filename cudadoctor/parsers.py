@@ -66,7 +66,8 @@ def parse_cudnn_header(text: str) -> Optional[str]:
     """``cudnn_version.h`` (cuDNN ≥ 8) or ``cudnn.h`` (older): the three #defines."""
     parts: List[str] = []
     for name in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"):
-        m = re.search(r"#\s*define\s+" + name + r"\s+(\d+)\b", text)
+        # At most 9 digits: int() refuses strings over 4300 digits, and no real version is long.
+        m = re.search(r"#\s*define\s+" + name + r"\s+([0-9]{1,9})\b", text)
         if not m:
             return None if name != "CUDNN_PATCHLEVEL" else ".".join(parts)
         parts.append(str(int(m.group(1))))
@@ -109,14 +110,18 @@ def _smi_missing(value: str) -> bool:
     return not value or (value.startswith("[") and value.endswith("]")) or value in ("N/A", "Unknown")
 
 
-def parse_ldconfig(text: str) -> List[Tuple[str, str]]:
-    """``ldconfig -p``: [(soname, path)] in cache order, for the host's ABI only.
+def parse_ldconfig(text: str, abi: Optional[str] = None) -> List[Tuple[str, str]]:
+    """``ldconfig -p``: [(soname, path)] in cache order.
 
-    '	libcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12'"""
+    '	libcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12'
+
+    ``abi`` is the host's tag in the parentheses ('x86-64', 'AArch64', '64bit'); when given,
+    entries of other ABIs are left out: a multilib machine also lists the 32-bit
+    '/usr/lib/i386-linux-gnu/libcuda.so.1 (libc6)', which a 64-bit process never loads."""
     out: List[Tuple[str, str]] = []
     for line in text.splitlines():
         m = re.match(r"\s+(\S+)\s+\(([^)]*)\)(?:\s*,\s*OS ABI: [^=]*)?\s*=>\s*(\S.*)$", line)
-        if m:
+        if m and (abi is None or abi in (f.strip() for f in m.group(2).split(","))):
             out.append((m.group(1), m.group(3).strip()))
     return out
 
@@ -146,7 +151,7 @@ def parse_compiler_version(text: str) -> Optional[str]:
 
 
 def parse_meminfo_total_mib(text: str) -> Optional[int]:
-    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.M)
+    m = re.search(r"^MemTotal:\s+([0-9]{1,19})\s*kB", text, re.M)  # bounded: int() limits digits
     return int(m.group(1)) // 1024 if m else None
 
 
@@ -177,15 +182,28 @@ def parse_python_assignments(text: str) -> Dict[str, Any]:
         for target in targets:
             if isinstance(target, ast.Name) and value is not None:
                 try:
-                    out[target.id] = ast.literal_eval(value)
+                    out[target.id] = _literal(value)
                 except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                     pass
     return out
 
 
+def _literal(node: ast.expr) -> Any:
+    """A literal, or ``OrderedDict(literal)`` / ``dict(literal)``: TensorFlow's generated
+    build_info.py (tensorflow/tools/build_info/gen_build_info.py) writes
+    ``build_info = collections.OrderedDict([('cuda_version', '12.3'), ...])``."""
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("OrderedDict", "dict"):
+            return dict(ast.literal_eval(node.args[0]))
+    return ast.literal_eval(node)
+
+
 def parse_tf_build_info(text: str) -> Dict[str, Any]:
-    """TensorFlow's ``python/platform/build_info.py``: ``build_info = {...}`` (TF ≥ 2.3) or
-    module-level ``cuda_version_number = '11.2'`` (older)."""
+    """TensorFlow's ``python/platform/build_info.py``: ``build_info = {...}`` (TF 2.3, 2.4),
+    ``build_info = collections.OrderedDict([...])`` (later) or module-level
+    ``cuda_version_number = '11.2'`` (older)."""
     names = parse_python_assignments(text)
     info = names.get("build_info")
     if isinstance(info, dict):
@@ -201,7 +219,7 @@ def parse_dist_info_dirname(dirname: str) -> Optional[Tuple[str, str]]:
             name, sep, version = stem.partition("-")
             if sep and name and version and "-" not in version:
                 return normalize_name(name), version
-            if sep and name and version:  # egg-info may carry '-py3.11'
+            if sep and name and version.split("-")[0]:  # egg-info may carry '-py3.11'
                 return normalize_name(name), version.split("-")[0]
     return None
 

@@ -90,7 +90,19 @@ def collect(
     for name, thread in threads.items():
         thread.join(max(0.0, deadline - time.monotonic()))
 
-    return assemble(names, results, durations, probe_deadline(timeout))
+    # Copies: a probe that overran may still finish, and write, while the Snapshot is built.
+    return assemble(names, dict(results), dict(durations), probe_deadline(timeout))
+
+
+def command_kind(error: Optional[str]) -> ErrorKind:
+    """The ProbeError kind for a failed command's ``CommandResult.error`` (or
+    ``InterpreterError.kind``); a plain non-zero exit is an ``error``."""
+    return {
+        "not_found": ErrorKind.NOT_INSTALLED,
+        "timeout": ErrorKind.TIMEOUT,
+        "permission": ErrorKind.PERMISSION,
+        "bad_output": ErrorKind.BAD_OUTPUT,
+    }.get(error or "", ErrorKind.ERROR)
 
 
 def probe_deadline(timeout: float) -> float:

@@ -6,7 +6,7 @@ from typing import List
 
 from ..model import Compiler, ErrorKind, ProbeError
 from ..parsers import parse_compiler_version
-from . import ProbeOutput
+from . import ProbeOutput, command_kind
 from .context import Context
 
 COMPILERS = ("gcc", "g++", "clang", "clang++")
@@ -29,8 +29,7 @@ def probe_compilers(ctx: Context) -> ProbeOutput:
             continue
         result = ctx.run(path, "--version")
         if not result.ok:
-            kind = ErrorKind.TIMEOUT if result.error == "timeout" else ErrorKind.ERROR
-            errors.append(ProbeError("compilers", kind, result.describe()))
+            errors.append(ProbeError("compilers", command_kind(result.error), result.describe()))
             found.append(Compiler(name=name, path=path))
             continue
         version = parse_compiler_version(result.stdout)

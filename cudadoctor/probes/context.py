@@ -72,12 +72,19 @@ class Context:
 
     def interpreter(self) -> Tuple[Optional[InterpreterFacts], Optional[str]]:
         """The target interpreter's facts, or the reason they could not be had."""
+        facts, error = self._interpreter()
+        return facts, (str(error) if error is not None else None)
 
-        def compute() -> Tuple[Optional[InterpreterFacts], Optional[str]]:
+    def interpreter_error(self) -> Optional[InterpreterError]:
+        """Why the target interpreter did not answer (its ``kind`` included), or ``None``."""
+        return self._interpreter()[1]
+
+    def _interpreter(self) -> Tuple[Optional[InterpreterFacts], Optional[InterpreterError]]:
+        def compute() -> Tuple[Optional[InterpreterFacts], Optional[InterpreterError]]:
             try:
                 return self.host.interpreter(self.python, self.timeout), None
             except InterpreterError as exc:
-                return None, str(exc)
+                return None, exc
 
         return self.once("interpreter", compute)
 

@@ -3,10 +3,12 @@ device nodes, and ``nvidia-smi`` as the fallback when NVML cannot answer."""
 
 from __future__ import annotations
 
+import math
 import re
+import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..host import try_read_text
+from ..host import read_text, try_read_text
 from ..model import DriverInfo, ErrorKind, Gpu, ProbeError
 from ..nvml import (
     DRIVER_NOT_LOADED,
@@ -31,14 +33,35 @@ _NVML_KIND = {
     NOT_SUPPORTED: ErrorKind.NOT_SUPPORTED,
     "NVML_ERROR_TIMEOUT": ErrorKind.TIMEOUT,
 }
+PROC_VERSION = "/proc/driver/nvidia/version"
+
+NVML_TIMEOUT = "NVML_ERROR_TIMEOUT"
+
 
 def _nvml_init(ctx: Context) -> Optional[NvmlError]:
+    """Initialise NVML, bounded: nvmlInit can hang on a wedged GPU or driver. It gets two
+    command timeouts (it is slow on many GPUs without persistence mode), which leaves the
+    probe time for its nvidia-smi fallback within the probe deadline."""
+
     def compute() -> Optional[NvmlError]:
-        try:
-            ctx.host.nvml().init()
-            return None
-        except NvmlError as exc:
-            return exc
+        outcome: List[Optional[NvmlError]] = []
+
+        def init() -> None:
+            try:
+                ctx.host.nvml().init()
+                outcome.append(None)
+            except NvmlError as exc:
+                outcome.append(exc)
+            except Exception as exc:  # a broken binding must not look like a hang
+                outcome.append(NvmlError("NVML_ERROR_UNKNOWN", f"{type(exc).__name__}: {exc}"))
+
+        limit = 2 * ctx.timeout
+        thread = threading.Thread(target=init, name="nvml-init", daemon=True)
+        thread.start()
+        thread.join(limit)
+        if not outcome:
+            return NvmlError(NVML_TIMEOUT, f"nvmlInit did not return within {limit:g} s")
+        return outcome[0]
 
     return ctx.once("nvml-init", compute)
 
@@ -59,7 +82,13 @@ def probe_driver(ctx: Context) -> ProbeOutput:
     nodes. When NVML fails, its exact error is kept and nvidia-smi is asked instead."""
     host = ctx.host
     errors: List[ProbeError] = []
-    proc_text = try_read_text(host, "/proc/driver/nvidia/version")
+    try:
+        proc_text: Optional[str] = read_text(host, PROC_VERSION)
+    except PermissionError:  # hardened /proc, or a container that masks it
+        proc_text = None
+        errors.append(ProbeError("driver", ErrorKind.PERMISSION, f"{PROC_VERSION}: permission denied"))
+    except (OSError, ValueError):  # absent: no NVIDIA kernel module loaded
+        proc_text = None
     module_version, flavor = parse_proc_driver_version(proc_text or "")
     if module_version is None:
         sys_version = (try_read_text(host, "/sys/module/nvidia/version") or "").strip()
@@ -84,10 +113,8 @@ def probe_driver(ctx: Context) -> ProbeOutput:
         _note(errors, "driver", "NVML version", err)
         source = "nvml"
     else:
-        errors.append(
-            ProbeError("driver", _NVML_KIND.get(init_error.name, ErrorKind.ERROR),
-                       f"NVML: {nvml_error_text(init_error.name)}")
-        )
+        text = init_error.detail if init_error.name == NVML_TIMEOUT else nvml_error_text(init_error.name)
+        errors.append(ProbeError("driver", _NVML_KIND.get(init_error.name, ErrorKind.ERROR), f"NVML: {text}"))
         smi = _smi_summary(ctx)
         if smi.get("driver_version"):
             driver_version, cuda_version, source = smi.get("driver_version"), smi.get("cuda"), "nvidia-smi"
@@ -332,7 +359,10 @@ def _int(value: Any) -> Optional[int]:
     if isinstance(value, int):
         return value
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+        try:
+            return int(value.strip())
+        except ValueError:  # isdigit() accepts '²', int() does not
+            return None
     return None
 
 
@@ -366,9 +396,10 @@ def _device_id(value: Any) -> Optional[str]:
 
 def _float(value: Optional[str]) -> Optional[float]:
     try:
-        return float(value) if value is not None else None
+        number = float(value) if value is not None else None
     except ValueError:
         return None
+    return number if number is not None and math.isfinite(number) else None  # 'inf' crashed int()
 
 
 def _gpu_from_smi(position: int, row: Dict[str, Optional[str]]) -> Gpu:

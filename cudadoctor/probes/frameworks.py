@@ -8,7 +8,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional
 
 from ..host import try_read_text
-from ..model import FrameworkBuild, ProbeError
+from ..model import ErrorKind, FrameworkBuild, ProbeError
 from ..parsers import (
     parse_julia_manifest,
     parse_julia_version,
@@ -16,7 +16,7 @@ from ..parsers import (
     parse_python_assignments,
     parse_tf_build_info,
 )
-from . import ProbeOutput
+from . import ProbeOutput, command_kind
 from .context import Context, Distribution
 
 JULIA_PACKAGES = ("CUDA", "cuDNN", "Zygote", "CUDA_Runtime_jll", "CUDA_Driver_jll", "Flux", "Lux")
@@ -34,7 +34,7 @@ def probe_frameworks(ctx: Context) -> ProbeOutput:
             build = reader(ctx)
             if build is not None:
                 builds.append(build)
-    julia = _julia(ctx)
+    julia = _julia(ctx, errors)
     if julia is not None:
         builds.append(julia)
     if facts is None and julia is None:
@@ -291,11 +291,16 @@ READERS: List[Callable[[Context], Optional[FrameworkBuild]]] = [
 ]
 
 
-def _julia(ctx: Context) -> Optional[FrameworkBuild]:
+def _julia(ctx: Context, errors: List[ProbeError]) -> Optional[FrameworkBuild]:
     if ctx.host.which("julia") is None:
         return None
     result = ctx.run("julia", "--version")
     version = parse_julia_version(result.stdout) if result.ok else None
+    if not result.ok:
+        errors.append(ProbeError("frameworks", command_kind(result.error), result.describe()))
+    elif version is None:
+        errors.append(ProbeError("frameworks", ErrorKind.BAD_OUTPUT,
+                                 f"julia --version printed no version: {result.stdout.strip()[:120]!r}"))
     details: Dict[str, str] = {}
     manifest = _julia_manifest(ctx, version)
     if manifest:

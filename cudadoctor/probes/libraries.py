@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 from ..host import try_read_text
 from ..model import ErrorKind, Library, LibraryCopy, ProbeError
 from ..parsers import parse_cudnn_header, parse_ldconfig, version_from_soname
-from . import ProbeOutput
+from . import ProbeOutput, command_kind
 from .context import Context
 
 # The library families a CUDA stack loads. cuDNN 9 splits into sub-libraries (graph, ops, cnn,
@@ -29,6 +29,8 @@ FAMILIES = (
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
 MULTIARCH = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu"}
 WSL_LIB = "/usr/lib/wsl/lib"
+# The ABI tag `ldconfig -p` prints for the machine's native libraries (glibc elf/cache.c).
+LDCONFIG_ABI = {"x86_64": "x86-64", "aarch64": "AArch64", "ppc64le": "64bit"}
 
 _NAME = re.compile(r"^(?P<stem>lib[A-Za-z_-]+?)\.so(?:\.(?P<version>\d+(?:\.\d+)*))?$")
 
@@ -44,13 +46,16 @@ def probe_libraries(ctx: Context) -> ProbeOutput:
     for d in env.get("LD_LIBRARY_PATH", "").split(":"):
         if d:
             dirs.append((d, "LD_LIBRARY_PATH"))
-    cache = ctx.run("ldconfig", "-p")
-    if not cache.ok:
-        cache = ctx.run("/sbin/ldconfig", "-p")
-    cached: List[Tuple[str, str]] = parse_ldconfig(cache.stdout) if cache.ok else []
-    if not cache.ok and cache.error != "not_found":
-        errors.append(ProbeError("libraries", ErrorKind.ERROR, cache.describe()))
     machine = host.platform().machine
+    cache = ctx.run("ldconfig", "-p")
+    if cache.error == "not_found":  # /sbin is often not on a user's PATH; a hung one is not retried
+        cache = ctx.run("/sbin/ldconfig", "-p")
+    cached: List[Tuple[str, str]] = parse_ldconfig(cache.stdout, LDCONFIG_ABI.get(machine)) if cache.ok else []
+    if not cache.ok and cache.error != "not_found":
+        errors.append(ProbeError("libraries", command_kind(cache.error), cache.describe()))
+    elif cache.ok and not parse_ldconfig(cache.stdout) and "libs found in cache" not in cache.stdout:
+        errors.append(ProbeError("libraries", ErrorKind.BAD_OUTPUT,
+                                 f"ldconfig -p printed no library list: {cache.stdout.strip()[:120]!r}"))
     defaults = list(DEFAULT_DIRS)
     if machine in MULTIARCH:
         defaults[2:2] = [f"/lib/{MULTIARCH[machine]}", f"/usr/lib/{MULTIARCH[machine]}"]
@@ -137,23 +142,23 @@ def _find(
 
 
 def _in_dir(ctx: Context, directory: str, family: str) -> List[Tuple[str, Optional[str]]]:
-    """Versioned files of ``family`` in ``directory``, one per major (``libX.so.N``)."""
-    best: Dict[str, Tuple[str, Optional[str]]] = {}
+    """Versioned files of ``family`` in ``directory``, one per major version, newest major
+    first: the path is the soname (``libX.so.N``) when present, the version the longest one
+    among that major's names (``libX.so.9.1.0`` beats ``libX.so.9``)."""
+    names: Dict[str, List[Tuple[str, str]]] = {}
     for entry in ctx.list_dir(directory):
         m = _NAME.match(entry)
-        if not m or m.group("stem") != family or not m.group("version"):
-            continue
-        version = m.group("version")
-        major = version.split(".")[0]
-        current = best.get(major)
-        if current is None or len(version) > len(current[1] or "") or entry.count(".") < current[0].count("."):
-            # keep the soname path (libX.so.N) but the longest version seen
-            path = posixpath.join(directory, f"{family}.so.{major}")
-            if f"{family}.so.{major}" not in ctx.list_dir(directory):
-                path = posixpath.join(directory, entry)
-            longest = version if current is None or len(version) > len(current[1] or "") else current[1]
-            best[major] = (path, longest)
-    return [best[k] for k in sorted(best, key=lambda v: -int(v))]
+        if m and m.group("stem") == family and m.group("version"):
+            version = m.group("version")
+            names.setdefault(version.split(".")[0], []).append((entry, version))
+    found: List[Tuple[str, Optional[str]]] = []
+    for major in sorted(names, key=int, reverse=True):
+        entries = names[major]
+        soname = f"{family}.so.{major}"
+        path = soname if any(e == soname for e, _ in entries) else entries[0][0]
+        version = max((v for _, v in entries), key=lambda v: v.count("."))
+        found.append((posixpath.join(directory, path), version))
+    return found
 
 
 def _best_version(family: str, path: str, real: str, version: Optional[str]) -> Optional[str]:

@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 from ..host import try_read_text
 from ..model import ErrorKind, Package, ProbeError, PythonEnv
 from ..parsers import normalize_name, parse_conda_meta
-from . import ProbeOutput
+from . import ProbeOutput, command_kind
 from .context import Context
 
 
@@ -18,7 +18,10 @@ def probe_python(ctx: Context) -> ProbeOutput:
     when it is this interpreter, else a stdlib-only child bounded by the timeout)."""
     facts, reason = ctx.interpreter()
     if facts is None:
-        kind = ErrorKind.NOT_INSTALLED if "No such file" in (reason or "") else ErrorKind.ERROR
+        failure = ctx.interpreter_error()
+        kind = command_kind(failure.kind if failure is not None else None)
+        if kind is ErrorKind.ERROR and "No such file" in (reason or ""):
+            kind = ErrorKind.NOT_INSTALLED
         return ProbeOutput({}, [ProbeError("python", kind, reason or "the interpreter did not answer")])
     env = ctx.env()
     conda = ctx.conda_prefix()
@@ -90,6 +93,14 @@ def probe_packages(ctx: Context) -> ProbeOutput:
         for dist in ctx.distributions():
             if is_relevant(dist.name):
                 packages.append(Package(dist.name, dist.version, "pip", location=dist.site))
+        for site in facts.site_packages:
+            if not ctx.list_dir(site):  # empty, missing, or unreadable: only the last is news
+                try:
+                    ctx.host.list_dir(site)
+                except PermissionError:
+                    errors.append(ProbeError("packages", ErrorKind.PERMISSION, f"{site}: permission denied"))
+                except (OSError, ValueError):
+                    pass
     prefix = ctx.conda_prefix()
     if prefix is not None:
         conda, conda_errors = _conda_packages(ctx, prefix)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..host import try_read_text
+from ..host import read_text, try_read_text
 from ..model import ErrorKind, ProbeError, Toolkit
 from ..parsers import (
     parse_cuda_version_json,
@@ -15,7 +15,7 @@ from ..parsers import (
     parse_dist_info_dirname,
     parse_nvcc_version,
 )
-from . import ProbeOutput
+from . import ProbeOutput, command_kind
 from .context import Context
 
 ENV_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
@@ -89,9 +89,8 @@ def probe_toolkits(ctx: Context) -> ProbeOutput:
         if not cand.exists:
             toolkits.append(Toolkit(root=root, found_via=tuple(cand.found_via), active=root == active, exists=False))
             continue
-        version, source, err = _version(ctx, root)
-        if err:
-            errors.append(err)
+        version, source, errs = _version(ctx, root)
+        errors.extend(errs)
         nvcc = posixpath.join(root, "bin", "nvcc")
         toolkits.append(
             Toolkit(
@@ -128,7 +127,10 @@ def _root_of_nvcc(ctx: Context, nvcc: str) -> Optional[str]:
         real = host.realpath(nvcc)
     except OSError:
         real = nvcc
-    head = host.read_bytes(real, 4096) if host.is_file(real) else b""
+    try:
+        head = host.read_bytes(real, 4096) if host.is_file(real) else b""
+    except OSError:  # an unreadable nvcc (mode 711) still tells its root by its path
+        head = b""
     if head.startswith(b"#!"):
         m = re.search(r"(/[^\s\"'$]+)/bin/nvcc\b", head.decode("utf-8", errors="replace"))
         if m and m.group(1) != posixpath.dirname(posixpath.dirname(real)):
@@ -138,33 +140,38 @@ def _root_of_nvcc(ctx: Context, nvcc: str) -> Optional[str]:
     return None
 
 
-def _version(ctx: Context, root: str) -> Tuple[Optional[str], Optional[str], Optional[ProbeError]]:
+def _version(ctx: Context, root: str) -> Tuple[Optional[str], Optional[str], List[ProbeError]]:
     host = ctx.host
-    version = parse_cuda_version_json(try_read_text(host, posixpath.join(root, "version.json")) or "")
+    errs: List[ProbeError] = []
+    try:
+        version = parse_cuda_version_json(read_text(host, posixpath.join(root, "version.json")))
+    except PermissionError:
+        version = None
+        errs.append(ProbeError("toolkits", ErrorKind.PERMISSION, f"{posixpath.join(root, 'version.json')}: permission denied"))
+    except (OSError, ValueError):
+        version = None
     if version:
-        return version, "version.json", None
+        return version, "version.json", errs
     version = parse_cuda_version_txt(try_read_text(host, posixpath.join(root, "version.txt")) or "")
     if version:
-        return version, "version.txt", None
+        return version, "version.txt", errs
     for entry in ctx.list_dir(posixpath.join(root, "dist-info")):
         parsed = parse_dist_info_dirname(entry)
         if parsed and parsed[0] == "nvidia-cuda-nvcc":
-            return parsed[1], "dist-info", None
-    err: Optional[ProbeError] = None
+            return parsed[1], "dist-info", errs
     nvcc = posixpath.join(root, "bin", "nvcc")
     if host.is_file(nvcc):
         result = ctx.run(nvcc, "--version")
         if result.ok:
             version = parse_nvcc_version(result.stdout)
             if version:
-                return version, "nvcc", None
-            err = ProbeError("toolkits", ErrorKind.BAD_OUTPUT, f"{nvcc} --version printed no version")
+                return version, "nvcc", errs
+            errs.append(ProbeError("toolkits", ErrorKind.BAD_OUTPUT, f"{nvcc} --version printed no version"))
         else:
-            kind = ErrorKind.TIMEOUT if result.error == "timeout" else ErrorKind.ERROR
-            err = ProbeError("toolkits", kind, result.describe())
+            errs.append(ProbeError("toolkits", command_kind(result.error), result.describe()))
     for header in ("include/cuda.h", "targets/x86_64-linux/include/cuda.h", "targets/sbsa-linux/include/cuda.h"):
-        m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", try_read_text(host, posixpath.join(root, header)) or "")
+        m = re.search(r"#define\s+CUDA_VERSION\s+([0-9]{1,9})\b", try_read_text(host, posixpath.join(root, header)) or "")
         if m:
             value = int(m.group(1))
-            return f"{value // 1000}.{(value % 1000) // 10}", "cuda.h", err
-    return None, None, err
+            return f"{value // 1000}.{(value % 1000) // 10}", "cuda.h", errs
+    return None, None, errs
