@@ -48,7 +48,7 @@ class ProbeError:
 
 @dataclass(frozen=True)
 class HostInfo:
-    os: Optional[str] = None  # linux | windows | macos | other
+    os: Optional[str] = None  # linux | windows | macos, else platform.system() in lower case
     distribution: Optional[str] = None  # PRETTY_NAME of /etc/os-release
     distribution_id: Optional[str] = None  # ID and VERSION_ID, e.g. "ubuntu 22.04"
     kernel: Optional[str] = None
@@ -57,7 +57,7 @@ class HostInfo:
     hostname: Optional[str] = None
     username: Optional[str] = None
     wsl: Optional[bool] = None  # running under WSL2
-    container: Optional[str] = None  # docker | podman | kubernetes | apptainer | containerd | lxc
+    container: Optional[str] = None  # none | docker | podman | kubernetes | apptainer | containerd | lxc
     cpu_model: Optional[str] = None
     cpu_count: Optional[int] = None
     memory_total_mib: Optional[int] = None
@@ -96,7 +96,7 @@ class DriverInfo:
     kernel_module_version: Optional[str] = None
     kernel_module_flavor: Optional[str] = None  # proprietary | open
     nouveau_loaded: Optional[bool] = None
-    device_nodes: Tuple[str, ...] = ()  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dxg
+    device_nodes: Optional[Tuple[str, ...]] = None  # /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/dxg
     source: Optional[str] = None  # nvml | nvidia-smi | proc
 
 
@@ -130,8 +130,8 @@ class Gpu:
     persistence_mode: Optional[str] = None  # enabled | disabled
     temperature_c: Optional[int] = None
     power_limit_w: Optional[float] = None
-    clocks_event_reasons: Tuple[str, ...] = ()  # decoded throttle reasons active now
-    source: Optional[str] = None  # nvml | nvidia-smi
+    clocks_event_reasons: Optional[Tuple[str, ...]] = None  # decoded throttle reasons active now (NVML)
+    source: Optional[str] = None  # nvml | nvidia-smi | pci
 
 
 # --------------------------------------------------------------------------- toolkits
@@ -141,11 +141,11 @@ class Gpu:
 class Toolkit:
     root: str
     version: Optional[str] = None  # "13.0.88" or "12.4"
-    version_source: Optional[str] = None  # version.json | version.txt | nvcc | dist-info
+    version_source: Optional[str] = None  # version.json | version.txt | dist-info | nvcc | cuda.h
     nvcc: Optional[str] = None  # path to nvcc, when present
     found_via: Tuple[str, ...] = ()  # CUDA_HOME, PATH, /usr/local/cuda, conda, pip, ...
-    active: bool = False  # the toolkit an extension build would use (see docs/snapshot.md)
-    exists: bool = True  # False when only a variable such as CUDA_HOME names it
+    active: Optional[bool] = None  # the toolkit an extension build would use (docs/snapshot.md)
+    exists: Optional[bool] = None  # False when only a variable such as CUDA_HOME names it
 
 
 # --------------------------------------------------------------------------- libraries
@@ -155,7 +155,7 @@ class Toolkit:
 class LibraryCopy:
     path: str
     version: Optional[str] = None
-    found_via: Optional[str] = None  # LD_LIBRARY_PATH | ldconfig | default | conda | pip:<dist>
+    found_via: Optional[str] = None  # LD_LIBRARY_PATH | ldconfig | default | conda | pip:<dist>==<version>
     realpath: Optional[str] = None
 
 
@@ -213,7 +213,7 @@ class FrameworkBuild:
 
 @dataclass(frozen=True)
 class Compiler:
-    name: str  # gcc | g++ | clang | cl
+    name: str  # gcc | g++ | clang | clang++ | the command named by $CC, $CXX or $CUDAHOSTCXX
     version: Optional[str] = None
     path: Optional[str] = None
 

@@ -85,7 +85,7 @@ DESCRIPTIONS: Dict[str, str] = {
     "HostInfo.username": "User running cudadoctor.",
     "HostInfo.wsl": "Running under WSL2: 'microsoft' in the kernel release, or /dev/dxg present. Linux only.",
     "HostInfo.container": "Container runtime detected: docker, podman, kubernetes, apptainer, containerd, lxc or "
-    "the value of $container. null: none detected (or not Linux).",
+    "the value of $container; 'none' when no container is detected. null: unknown (not Linux).",
     "HostInfo.cpu_model": "CPU model from /proc/cpuinfo, e.g. 'AMD EPYC 9654 96-Core Processor'.",
     "HostInfo.cpu_count": "Logical CPUs (os.cpu_count()).",
     "HostInfo.memory_total_mib": "MemTotal of /proc/meminfo, in MiB.",
@@ -116,7 +116,7 @@ DESCRIPTIONS: Dict[str, str] = {
     "DriverInfo.kernel_module_flavor": "proprietary or open (the open GPU kernel modules).",
     "DriverInfo.nouveau_loaded": "The nouveau driver is loaded (/sys/module/nouveau). null: /sys/module unreadable.",
     "DriverInfo.device_nodes": "NVIDIA device nodes in /dev (nvidia0, nvidiactl, nvidia-uvm, ...; dxg on WSL2). "
-    "[]: none.",
+    "[]: none; null: unknown.",
     "DriverInfo.source": "Where driver_version came from: nvml, nvidia-smi or proc. null: nothing answered.",
     # ------------------------------------------------------------------ gpus
     "Gpu": "One GPU (probe: gpus). A field the GPU or the source cannot report is null.",
@@ -145,8 +145,8 @@ DESCRIPTIONS: Dict[str, str] = {
     "Gpu.persistence_mode": "enabled or disabled. null on platforms without it (Windows).",
     "Gpu.temperature_c": "GPU temperature in degrees Celsius.",
     "Gpu.power_limit_w": "Enforced power limit in watts.",
-    "Gpu.clocks_event_reasons": "Reasons clocks are held back now (NVML only), e.g. 'sw_power_cap'. [] with "
-    "source nvidia-smi means not read.",
+    "Gpu.clocks_event_reasons": "Reasons clocks are held back now (NVML only), e.g. 'sw_power_cap'. []: none; "
+    "null: not read (nvidia-smi and pci sources).",
     "Gpu.source": "Where this GPU's facts came from: nvml, nvidia-smi, or pci (only the PCI ids are known).",
     # ------------------------------------------------------------------ toolkits
     "Toolkit": "A CUDA toolkit folder (probe: toolkits).",
@@ -157,8 +157,9 @@ DESCRIPTIONS: Dict[str, str] = {
     "Toolkit.found_via": "How it was found: CUDA_HOME, CUDA_PATH, CUDA_ROOT, 'PATH (<nvcc>)', /usr/local/cuda, "
     "/usr/local/cuda-X.Y, /opt/cuda, /usr/lib/cuda, conda, pip.",
     "Toolkit.active": "The toolkit an extension build would use: CUDA_HOME or CUDA_PATH, else nvcc on PATH, else "
-    "/usr/local/cuda. At most one is active.",
-    "Toolkit.exists": "false when only a variable such as CUDA_HOME names the folder and it does not exist.",
+    "/usr/local/cuda. At most one is active. null: unknown.",
+    "Toolkit.exists": "false when only a variable such as CUDA_HOME names the folder and it does not exist. "
+    "null: unknown.",
     # ------------------------------------------------------------------ libraries
     "Library": "One CUDA library family and every copy found (probe: libraries). Copies are in the dynamic "
     "loader's order; pip and conda copies follow.",

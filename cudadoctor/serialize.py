@@ -47,10 +47,15 @@ def snapshot_to_json(snapshot: Snapshot, indent: int | None = 2) -> str:
     return json.dumps(snapshot_to_dict(snapshot), indent=indent, ensure_ascii=False)
 
 
+ENVELOPE_FORMAT = "cudadoctor.report"
+
+
 def snapshot_from_dict(data: Any) -> Snapshot:
-    """Load a (possibly partial) snapshot dict."""
+    """Load a (possibly partial) snapshot dict, or the snapshot inside a report envelope."""
     if not isinstance(data, Mapping):
         raise SnapshotError("a snapshot must be a JSON object")
+    if data.get("format") == ENVELOPE_FORMAT and "snapshot" in data:
+        return snapshot_from_dict(data["snapshot"])
     version = data.get("schema_version", SCHEMA_VERSION)
     if not isinstance(version, int) or isinstance(version, bool):
         raise SnapshotError("schema_version: expected an integer")
@@ -68,7 +73,12 @@ def snapshot_from_json(text: str) -> Snapshot:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"not valid JSON: {exc}") from None
-    return snapshot_from_dict(data)
+    except (RecursionError, ValueError) as exc:  # nesting too deep, an integer too long
+        raise SnapshotError(f"not usable JSON: {type(exc).__name__}: {str(exc)[:100]}") from None
+    try:
+        return snapshot_from_dict(data)
+    except RecursionError:
+        raise SnapshotError("not usable JSON: nested too deeply") from None
 
 
 def _hints(cls: type) -> Dict[str, Any]:
@@ -158,6 +168,8 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if isinstance(value, int) and value.bit_length() > 64:
+        return "a very large number"
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     if isinstance(value, str):

@@ -91,3 +91,11 @@ def test_not_json_is_a_snapshot_error() -> None:
         snapshot_from_json("{not json")
     with pytest.raises(SnapshotError, match="JSON object"):
         snapshot_from_json(json.dumps([1, 2]))
+
+
+def test_a_report_envelope_loads_as_its_snapshot() -> None:
+    from cudadoctor.api import make_report
+    from cudadoctor.render.jsonout import envelope
+
+    snap = full_snapshot()
+    assert snapshot_from_dict(envelope(make_report(snap))) == snap

@@ -95,7 +95,9 @@ def _container(ctx: Context) -> Optional[str]:
     from_env = env.get("container")  # set by systemd-nspawn, lxc and podman for pid 1
     if from_env:
         return from_env
-    return detect_container_from_cgroup(try_read_text(ctx.host, "/proc/1/cgroup") or "")
+    # "none": no marker file, variable or cgroup path says container (not a proof, but what
+    # every container runtime we know of leaves behind is absent).
+    return detect_container_from_cgroup(try_read_text(ctx.host, "/proc/1/cgroup") or "") or "none"
 
 
 def _secure_boot(ctx: Context) -> Optional[bool]:

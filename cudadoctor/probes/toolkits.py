@@ -87,7 +87,9 @@ def probe_toolkits(ctx: Context) -> ProbeOutput:
     toolkits = []
     for root, cand in found.items():
         if not cand.exists:
-            toolkits.append(Toolkit(root=root, found_via=tuple(cand.found_via), active=root == active, exists=False))
+            toolkits.append(
+                Toolkit(root=root, found_via=tuple(cand.found_via), active=root == active, exists=False)
+            )
             continue
         version, source, errs = _version(ctx, root)
         errors.extend(errs)
@@ -100,6 +102,7 @@ def probe_toolkits(ctx: Context) -> ProbeOutput:
                 nvcc=nvcc if host.is_file(nvcc) else None,
                 found_via=tuple(cand.found_via),
                 active=root == active,
+                exists=True,
             )
         )
     return ProbeOutput({"toolkits": tuple(toolkits)}, errors)

@@ -6,9 +6,8 @@ import json
 from typing import Any, Dict, TextIO
 
 from ..model import Report
-from ..serialize import snapshot_to_dict
+from ..serialize import ENVELOPE_FORMAT, snapshot_to_dict
 
-ENVELOPE_FORMAT = "cudadoctor.report"
 ENVELOPE_VERSION = 1
 
 

@@ -95,8 +95,9 @@ def _driver(snap: Snapshot, verbose: bool) -> List[str]:
     if d.nouveau_loaded:
         lines.append("nouveau (the open-source driver) is loaded")
     if d.device_nodes:
-        lines.append("device nodes " + " ".join(d.device_nodes) if verbose else f"{len(d.device_nodes)} device nodes in /dev")
-    elif d.loaded is not True or verbose:
+        count = len(d.device_nodes)
+        lines.append("device nodes " + " ".join(d.device_nodes) if verbose else f"{count} device node{'s' if count > 1 else ''} in /dev")
+    elif d.device_nodes is not None and (d.driver_version is None or verbose):
         lines.append("no /dev/nvidia* device nodes")
     return lines
 
@@ -132,7 +133,7 @@ def _gpu_line(g: Gpu, verbose: bool) -> str:
         bits.append("row remap pending")
     if g.retired_pages_pending:
         bits.append("page retirement pending")
-    active = [r for r in g.clocks_event_reasons if r != "gpu_idle"]
+    active = [r for r in g.clocks_event_reasons or () if r != "gpu_idle"]
     if active:
         bits.append("clocks held back: " + ", ".join(active))
     if verbose or g.source == "pci":
@@ -153,7 +154,7 @@ def _toolkits(snap: Snapshot, verbose: bool) -> List[str]:
 
 
 def _toolkit_line(t: Toolkit) -> str:
-    if not t.exists:
+    if t.exists is False:
         return f"{t.root} does not exist (named by {', '.join(t.found_via)})"
     version = f"CUDA {t.version}" if t.version else "CUDA (version unknown)"
     active = " [active]" if t.active else ""
@@ -233,7 +234,7 @@ def _host(snap: Snapshot, verbose: bool) -> List[str]:
         bits.append(f"glibc {h.glibc}")
     if h.wsl:
         bits.append("WSL2")
-    if h.container:
+    if h.container and h.container != "none":
         bits.append(f"{h.container} container")
     if h.cpu_count:
         bits.append(f"{h.cpu_count} × {h.cpu_model}" if h.cpu_model else f"{h.cpu_count} CPUs")
