@@ -102,7 +102,7 @@ def test_docker_torch_cu126_brings_its_own_cuda_libraries(probe: Callable[[str],
         "2.6.0+cu126", "cuda", "12.6", "9.5.1.17", "2.21.5")
     cudnn = library(snap, "libcudnn")
     assert [(c.path, c.version, c.found_via) for c in cudnn.copies] == [(
-        "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "9.5.1",
+        "/opt/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "9.5.1.17",
         "pip:nvidia-cudnn-cu12==9.5.1.17",
     )]
     assert snap.toolkits == () and snap.compilers == ()
@@ -201,7 +201,7 @@ def test_ld_library_path_puts_cudnn8_before_the_wheels_cudnn9(probe: Callable[[s
     snap = probe(TWO_TOOLKITS)
     assert [(c.path, c.version, c.found_via) for c in library(snap, "libcudnn").copies] == [
         ("/opt/cudnn8/lib/libcudnn.so.8", "8.9.7", "LD_LIBRARY_PATH"),
-        (f"{BOB_SITE}/nvidia/cudnn/lib/libcudnn.so.9", "9.1.0", "pip:nvidia-cudnn-cu12==9.1.0.70"),
+        (f"{BOB_SITE}/nvidia/cudnn/lib/libcudnn.so.9", "9.1.0.70", "pip:nvidia-cudnn-cu12==9.1.0.70"),
     ]
     torch = snap.framework("torch")
     assert torch is not None and (torch.version, torch.cuda, torch.cudnn) == ("2.4.1+cu124", "12.4", "9.1.0.70")
@@ -213,11 +213,11 @@ def test_ld_library_path_shadows_sonames_both_toolkits_share(probe: Callable[[st
     assert [(c.path, c.version, c.found_via) for c in cusolver] == [
         ("/usr/local/cuda-11.8/lib64/libcusolver.so.11", "11.4.1.48", "LD_LIBRARY_PATH"),
         ("/usr/local/cuda/targets/x86_64-linux/lib/libcusolver.so.11", "11.6.1.9", "ldconfig"),
-        (f"{BOB_SITE}/nvidia/cusolver/lib/libcusolver.so.11", "11", "pip:nvidia-cusolver-cu12==11.6.0.99"),
+        (f"{BOB_SITE}/nvidia/cusolver/lib/libcusolver.so.11", "11.6.0.99", "pip:nvidia-cusolver-cu12==11.6.0.99"),
     ]
     # The cache's /usr/local/cuda-11/... entry is the same file as LD_LIBRARY_PATH's: listed once.
     cudart = library(snap, "libcudart").copies
-    assert [c.version for c in cudart] == ["11.8.89", "12.4.127", "12"]
+    assert [c.version for c in cudart] == ["11.8.89", "12.4.127", "12.4.99"]  # the last from its wheel
     assert cudart[1].realpath == "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127"
 
 
@@ -235,7 +235,7 @@ def test_two_toolkits_check_text(machines_dir: str, capsys: pytest.CaptureFixtur
     assert "CUDA 12.4.1 at /usr/local/cuda-12.4 [active] · via CUDA_HOME" in out
     assert "CUDA 11.8.20220929 at /usr/local/cuda-11.8 · via PATH (/usr/local/cuda-11.8/bin/nvcc)" in out
     assert "libcudnn 8.9.7  /opt/cudnn8/lib/libcudnn.so.8 (LD_LIBRARY_PATH)" in out
-    assert f"also 9.1.0  {BOB_SITE}/nvidia/cudnn/lib/libcudnn.so.9 (pip:nvidia-cudnn-cu12==9.1.0.70)" in out
+    assert f"also 9.1.0.70  {BOB_SITE}/nvidia/cudnn/lib/libcudnn.so.9 (pip:nvidia-cudnn-cu12==9.1.0.70)" in out
     assert "CUDA_HOME=/usr/local/cuda-12.4" in out
     assert "LD_LIBRARY_PATH=/usr/local/cuda-11.8/lib64:/opt/cudnn8/lib" in out
     assert "torch 2.4.1+cu124  CUDA 12.4 · cuDNN 9.1.0.70 · NCCL 2.20.5" in out

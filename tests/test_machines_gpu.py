@@ -173,7 +173,7 @@ def test_h200_libraries_driver_from_ldconfig_cudnn_from_the_wheel(load_machine: 
     ]
     (copy,) = cudnn.copies
     assert copy.path == "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9"
-    assert (copy.version, copy.found_via) == ("9.19.0", "pip:nvidia-cudnn-cu13==9.19.0.56")
+    assert (copy.version, copy.found_via) == ("9.19.0.56", "pip:nvidia-cudnn-cu13==9.19.0.56")
 
 
 def test_h200_host_is_ubuntu_24_04_not_wsl(load_machine: Loader) -> None:

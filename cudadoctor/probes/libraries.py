@@ -79,23 +79,38 @@ def _pip_lib_dirs(ctx: Context) -> List[Tuple[str, str]]:
     out: List[Tuple[str, str]] = []
     for site in ctx.site_dirs():
         nvidia = posixpath.join(site, "nvidia")
-        for sub in ctx.list_dir(nvidia):
+        for sub in ctx.list_dir(nvidia):  # nvidia/cudnn/lib (CUDA 12 wheels), nvidia/cu13/lib (13)
             lib = posixpath.join(nvidia, sub, "lib")
             if ctx.host.is_dir(lib):
-                out.append((lib, f"pip:{_owner(ctx, sub)}"))
+                out.append((lib, "pip"))
         torch_lib = posixpath.join(site, "torch", "lib")  # older wheels bundled cuDNN and NCCL here
         if ctx.host.is_dir(torch_lib):
             out.append((torch_lib, "pip:torch"))
     return out
 
 
-def _owner(ctx: Context, sub: str) -> str:
-    """The distribution that owns ``site/nvidia/<sub>``: nvidia-cudnn-cu12 for 'cudnn'."""
-    want = "nvidia-" + sub.replace("_", "-")
-    for dist in ctx.distributions():
-        if dist.name == want or re.fullmatch(re.escape(want) + r"(-cu\d+)?", dist.name):
-            return f"{dist.name}=={dist.version}"
-    return want
+# The pip distribution family that ships each library (nvidia-cudnn-cu12, nvidia-cublas, ...).
+WHEEL_OF = {
+    "libcudart": "nvidia-cuda-runtime", "libcudnn": "nvidia-cudnn", "libcublas": "nvidia-cublas",
+    "libcublasLt": "nvidia-cublas", "libnccl": "nvidia-nccl", "libnvrtc": "nvidia-cuda-nvrtc",
+    "libcufft": "nvidia-cufft", "libcusparse": "nvidia-cusparse", "libcusolver": "nvidia-cusolver",
+    "libcurand": "nvidia-curand", "libnvJitLink": "nvidia-nvjitlink",
+}
+
+
+def _wheel_owner(ctx: Context, family: str, path: str, major: Optional[str]) -> Optional[Tuple[str, str]]:
+    """(distribution, version) of the wheel that ships this copy: same site directory, the
+    family's distribution name with or without a -cuNN suffix, and (if several) the same major."""
+    base = WHEEL_OF.get(family) or WHEEL_OF.get(family.split("_")[0])
+    if base is None:
+        return None
+    matches = [
+        d for d in ctx.distributions()
+        if path.startswith(d.site + "/") and re.fullmatch(re.escape(base) + r"(-cu\d+)?", d.name)
+    ]
+    same_major = [d for d in matches if major and d.version.split(".")[0] == major]
+    chosen = (same_major or matches or [None])[0]
+    return (chosen.name, chosen.version) if chosen else None
 
 
 def _find(
@@ -119,8 +134,14 @@ def _find(
         version = _best_version(family, path, real, version)
         if family == "libcudnn":
             version = _cudnn_header_version(ctx, path, version) or version
-        if via.startswith("pip:") and "==" in via and version is None:
-            version = via.split("==", 1)[1]
+        if via == "pip":
+            owner = _wheel_owner(ctx, family, path, (version or "").split(".")[0] or None)
+            via = f"pip:{owner[0]}=={owner[1]}" if owner else "pip"
+            # the wheel's version is the library's when the majors agree (cuDNN 9.5.1.17 ships
+            # libcudnn.so.9): more precise than the soname
+            if owner and (version is None or owner[1].split(".")[0] == version.split(".")[0]):
+                if version is None or owner[1].count(".") > version.count("."):
+                    version = owner[1]
         seen[real] = len(copies)
         copies.append(LibraryCopy(path=path, version=version, found_via=via, realpath=real if real != path else None))
 
