@@ -48,7 +48,7 @@ class CommandResult:
 
     def describe(self) -> str:
         """A one-line account of a failure, for a ProbeError."""
-        cmd = " ".join(a if len(a) <= 60 and "\n" not in a else "<script>" for a in self.argv)
+        cmd = " ".join("<script>" if "\n" in a else a if len(a) <= 60 else a[:40] + "…" for a in self.argv)
         if self.error == "not_found":
             return f"{self.argv[0]} not found"
         if self.error == "timeout":
@@ -63,9 +63,22 @@ class CommandResult:
             except ValueError:
                 name = f"signal {-self.returncode}"
             return f"{cmd} was killed by {name}"
-        tail = (self.stderr.strip() or self.stdout.strip()).splitlines()
-        last = tail[-1].strip()[:200] if tail else "no output"
-        return f"{cmd} exited with {self.returncode}: {last}"
+        return f"{cmd} exited with {self.returncode}: {telling_line(self.stderr + chr(10) + self.stdout)}"
+
+
+_TELLING = ("error", "fail", "unable", "cannot", "could not", "not found", "mismatch", "denied")
+
+
+def telling_line(output: str) -> str:
+    """The line of a failed command's output that says why: the first that sounds like an
+    error ('Failed to initialize NVML: Driver/library version mismatch'), else the last."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if not lines:
+        return "no output"
+    for line in lines:
+        if any(word in line.lower() for word in _TELLING):
+            return line[:200]
+    return lines[-1][:200]
 
 
 @dataclass(frozen=True)
@@ -162,8 +175,8 @@ def decode(data: bytes) -> str:
 # --------------------------------------------------------------------------- real
 
 
-# Run inside the target interpreter; stdlib only, and valid on Python 2.7 as well so that an
-# ancient interpreter still answers with its version instead of a SyntaxError.
+# Run inside the target interpreter; stdlib only and no newer syntax, so that any Python 3
+# answers. (Python 2 rejects the -I flag: it is reported as not answering.)
 INTERPRETER_SCRIPT = r"""
 import json, os, sys, sysconfig, platform
 paths = []

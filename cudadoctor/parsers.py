@@ -41,16 +41,33 @@ def parse_nvcc_version(text: str) -> Optional[str]:
 
 
 def parse_cuda_version_json(text: str) -> Optional[str]:
-    """A toolkit's ``version.json``: ``{"cuda": {"version": "12.4.1"}}``."""
+    """A toolkit's ``version.json``: ``{"cuda": {"version": "12.4.1"}}``.
+
+    CUDA 11.x writes a build date there ('11.8.20220929'); then the release is major.minor,
+    refined by the nvcc component's version ('11.8.89') when it belongs to the same release."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
-    cuda = data.get("cuda")
-    if isinstance(cuda, dict):
-        version = cuda.get("version")
+    version = _component_version(data, "cuda")
+    if version is None:
+        return None
+    parts = version.split(".")
+    if len(parts) >= 3 and len(parts[2]) == 8:  # a date, not an update number
+        release = ".".join(parts[:2])
+        nvcc = _component_version(data, "cuda_nvcc")
+        if nvcc and nvcc.split(".")[:2] == parts[:2]:
+            return nvcc
+        return release
+    return version
+
+
+def _component_version(data: Dict[str, Any], name: str) -> Optional[str]:
+    component = data.get(name)
+    if isinstance(component, dict):
+        version = component.get("version")
         if isinstance(version, str) and re.fullmatch(_VERSION, version.strip()):
             return version.strip()
     return None

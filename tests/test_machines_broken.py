@@ -192,8 +192,8 @@ def test_cuda_home_wins_over_the_nvcc_on_path(probe: Callable[[str], Snapshot]) 
     assert snap.active_toolkit == new
     assert (new.version, new.version_source) == ("12.4.1", "version.json")
     assert new.found_via == ("CUDA_HOME", "/usr/local/cuda", "/usr/local/cuda-12", "/usr/local/cuda-12.4")
-    # CUDA 11.8's version.json really says 11.8.20220929: a date where a patch number would be.
-    assert (old.version, old.active) == ("11.8.20220929", False)
+    # CUDA 11.8's version.json says 11.8.20220929 (a date): the release comes from its nvcc component.
+    assert (old.version, old.active) == ("11.8.89", False)
     assert old.found_via[0] == "PATH (/usr/local/cuda-11.8/bin/nvcc)"
 
 
@@ -233,7 +233,7 @@ def test_two_toolkits_machine_is_otherwise_healthy(probe: Callable[[str], Snapsh
 def test_two_toolkits_check_text(machines_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = check_text(machines_dir, TWO_TOOLKITS, capsys, "-v")
     assert "CUDA 12.4.1 at /usr/local/cuda-12.4 [active] · via CUDA_HOME" in out
-    assert "CUDA 11.8.20220929 at /usr/local/cuda-11.8 · via PATH (/usr/local/cuda-11.8/bin/nvcc)" in out
+    assert "CUDA 11.8.89 at /usr/local/cuda-11.8 · via PATH (/usr/local/cuda-11.8/bin/nvcc)" in out
     assert "libcudnn 8.9.7  /opt/cudnn8/lib/libcudnn.so.8 (LD_LIBRARY_PATH)" in out
     assert f"also 9.1.0.70  {BOB_SITE}/nvidia/cudnn/lib/libcudnn.so.9 (pip:nvidia-cudnn-cu12==9.1.0.70)" in out
     assert "CUDA_HOME=/usr/local/cuda-12.4" in out
@@ -267,7 +267,7 @@ def test_mismatch_errors_keep_nvml_and_nvidia_smi_words(probe: Callable[[str], S
     (nvml, smi) = details(snap, "driver")
     assert nvml == (ErrorKind.ERROR, "NVML: driver/library version mismatch (the kernel module and libnvidia-ml differ)")
     assert smi[0] is ErrorKind.ERROR
-    assert smi[1].startswith("nvidia-smi ") and "exited with 18: NVML library version: 550.127" in smi[1]
+    assert smi[1].startswith("nvidia-smi ") and "exited with 18: Failed to initialize NVML: Driver/library version mismatch" in smi[1]
     assert snap.errors_of("gpus") == ()
 
 
@@ -289,4 +289,4 @@ def test_mismatch_check_text(machines_dir: str, capsys: pytest.CaptureFixture[st
     assert "(NVML_ERROR_LIB_RM_VERSION_MISMATCH)" in out
     assert "kernel module 535.183.01 (proprietary)" in out
     assert "libnvidia-ml 550.127.05  /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 (ldconfig)" in out
-    assert "exited with 18: NVML library version: 550.127 [error]" in out
+    assert "exited with 18: Failed to initialize NVML: Driver/library version mismatch [error]" in out
