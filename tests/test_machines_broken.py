@@ -290,3 +290,10 @@ def test_mismatch_check_text(machines_dir: str, capsys: pytest.CaptureFixture[st
     assert "kernel module 535.183.01 (proprietary)" in out
     assert "libnvidia-ml 550.127.05  /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 (ldconfig)" in out
     assert "exited with 18: Failed to initialize NVML: Driver/library version mismatch [error]" in out
+
+
+def test_conda_forge_torch_takes_cudnn_and_nccl_from_the_env(probe: Callable[[str], Snapshot]) -> None:
+    """conda-forge's build string names no cuDNN: the env's cudnn and nccl packages do."""
+    torch = probe(CONDA).framework("torch")
+    assert torch is not None
+    assert (torch.variant, torch.cuda, torch.cudnn, torch.nccl) == ("cuda", "12.6", "9.3.0.75", "2.23.4.1")

@@ -362,3 +362,12 @@ def test_wsl_check_text(machines_dir: str, capsys: pytest.CaptureFixture[str]) -
     assert "no kernel module" not in out
     assert "no /dev/nvidia" not in out
     assert "Could not read" not in out
+
+
+def test_h200_companions_are_cuda_builds_by_their_local_tag(load_machine: Loader) -> None:
+    """torchvision sets `cuda` only inside an `if`, torchaudio not at all: the +cu130 tag tells."""
+    snap = snapshot_of(load_machine, H200)
+    for name, version in (("torchvision", "0.26.0+cu130"), ("torchaudio", "2.11.0+cu130")):
+        build = snap.framework(name)
+        assert build is not None
+        assert (build.version, build.variant, build.cuda) == (version, "cuda", "13.0")

@@ -696,3 +696,10 @@ def test_parse_secure_boot_efivar() -> None:
     assert p.parse_secure_boot_efivar(b"\x06\x00\x00\x00\x00") is False
     assert p.parse_secure_boot_efivar(b"\x06\x00\x00\x00") is None
     assert p.parse_secure_boot_efivar(b"") is None
+
+
+def test_cuda_11_version_json_date_is_read_as_the_release() -> None:
+    # REAL shape: CUDA 11.8's version.json puts a build date where 12.x puts the update number.
+    text = '{"cuda": {"name": "CUDA SDK", "version": "11.8.20220929"}, "cuda_nvcc": {"version": "11.8.89"}}'
+    assert p.parse_cuda_version_json(text) == "11.8.89"
+    assert p.parse_cuda_version_json('{"cuda": {"version": "11.8.20220929"}}') == "11.8"

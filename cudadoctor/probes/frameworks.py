@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..host import try_read_text
 from ..model import ErrorKind, FrameworkBuild, ProbeError
@@ -94,9 +94,13 @@ def _torch(ctx: Context) -> Optional[FrameworkBuild]:
     conda = _conda_build(ctx, "pytorch")
     if conda:
         details["conda_build"] = conda
+        # the pytorch channel's builds name cuDNN ('py3.11_cuda12.1_cudnn8.9.2_0'); conda-forge's
+        # do not, and take cudnn and nccl from the environment's own packages
         m = re.search(r"cudnn(\d+(?:\.\d+)*)", conda)
         if m and cudnn is None:
             cudnn = m.group(1)
+        cudnn = cudnn or _conda_version(ctx, "cudnn")
+        nccl = nccl or _conda_version(ctx, "nccl")
     return FrameworkBuild(
         name="torch",
         version=version,
@@ -121,6 +125,33 @@ def _conda_build(ctx: Context, name: str) -> Optional[str]:
     return None
 
 
+def _conda_version(ctx: Context, name: str) -> Optional[str]:
+    """Version of conda package ``name`` in the target env, from its conda-meta file name."""
+    prefix = ctx.conda_prefix()
+    if not prefix:
+        return None
+    for entry in ctx.list_dir(posixpath.join(prefix, "conda-meta")):
+        m = re.fullmatch(re.escape(name) + r"-(\d[^-]*)-[^-]+\.json", entry)
+        if m:
+            return m.group(1)
+    return None
+
+
+_LOCAL_TAG = re.compile(r"\+(cu(?P<cuda>\d+)|(?P<cpu>cpu)|rocm(?P<rocm>[\d.]+))$")
+
+
+def variant_from_local_tag(version: str) -> Tuple[Optional[str], Optional[str]]:
+    """'0.21.0+cu126' -> ('cuda', '12.6'); '+cpu' -> ('cpu', None); '+rocm6.2' -> ('rocm', None).
+    PyTorch's wheel indexes tag every build this way (the PyPI default wheels carry no tag)."""
+    m = _LOCAL_TAG.search(version)
+    if not m:
+        return None, None
+    if m.group("cuda"):
+        digits = m.group("cuda")
+        return "cuda", f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 3 else digits
+    return ("cpu", None) if m.group("cpu") else ("rocm", None)
+
+
 def _companion(module: str) -> Callable[[Context], Optional[FrameworkBuild]]:
     def read(ctx: Context) -> Optional[FrameworkBuild]:
         dist = ctx.distribution(module)
@@ -129,7 +160,12 @@ def _companion(module: str) -> Callable[[Context], Optional[FrameworkBuild]]:
         values = _read_py(ctx, _module_file(dist, module, "version.py"))
         cuda = values.get("cuda")
         version = str(values.get("__version__") or dist.version)
-        variant = "cuda" if cuda else ("cpu" if "cuda" in values or "+cpu" in version else None)
+        # torchvision sets `cuda` only inside an `if` (not a literal we can read) and torchaudio
+        # not at all, so the local version tag is the usual evidence
+        variant, tag_cuda = variant_from_local_tag(version)
+        if cuda:
+            variant = "cuda"
+        cuda = cuda or tag_cuda
         return FrameworkBuild(
             name=module,
             version=version,
