@@ -328,8 +328,13 @@ class InterpreterError(RuntimeError):
 
 
 def _same_file(a: str, b: str) -> bool:
+    """Both name the same interpreter in the same folder (python, python3 and python3.11 of
+    one venv): its prefix, found from that folder, is then the same as well."""
     try:
-        return os.path.samefile(a, b) and os.path.abspath(a) == os.path.abspath(b)
+        same_dir = os.path.realpath(os.path.dirname(os.path.abspath(a))) == os.path.realpath(
+            os.path.dirname(os.path.abspath(b))
+        )
+        return same_dir and os.path.samefile(a, b)
     except OSError:
         return False
 

@@ -270,8 +270,8 @@ class RecordedHost:
             facts = self.data.get("interpreters", {}).get(executable)
             if facts is None:
                 default = self.data.get("interpreter")
-                if default and default.get("executable") == executable:
-                    return _facts(default, current=True)
+                if default and posixpath.dirname(str(default.get("executable"))) == posixpath.dirname(executable):
+                    return _facts(default, current=True)  # python vs python3 of the same env
                 raise InterpreterError(f"{executable}: No such file or directory")
             return _facts(facts, current=False)
         default = self.data.get("interpreter")

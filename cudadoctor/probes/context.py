@@ -75,6 +75,23 @@ class Context:
         facts, error = self._interpreter()
         return facts, (str(error) if error is not None else None)
 
+    def target_python(self) -> Optional[str]:
+        """The interpreter to inspect: --python, else the active venv's or conda env's (what
+        `python` means in the user's shell, also when cudadoctor itself runs from pipx or uvx),
+        else ``None`` for the interpreter running cudadoctor."""
+        if self.python is not None:
+            return self.python
+        env = self.env()
+        for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+            prefix = env.get(var)
+            if not prefix:
+                continue
+            for relative in ("bin/python3", "bin/python", "python.exe"):
+                candidate = posixpath.join(prefix, relative)
+                if self.host.is_file(candidate):
+                    return candidate
+        return None
+
     def interpreter_error(self) -> Optional[InterpreterError]:
         """Why the target interpreter did not answer (its ``kind`` included), or ``None``."""
         return self._interpreter()[1]
@@ -82,7 +99,7 @@ class Context:
     def _interpreter(self) -> Tuple[Optional[InterpreterFacts], Optional[InterpreterError]]:
         def compute() -> Tuple[Optional[InterpreterFacts], Optional[InterpreterError]]:
             try:
-                return self.host.interpreter(self.python, self.timeout), None
+                return self.host.interpreter(self.target_python(), self.timeout), None
             except InterpreterError as exc:
                 return None, exc
 
