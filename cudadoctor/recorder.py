@@ -283,7 +283,9 @@ class RecordingHost:
         data = dataclasses.asdict(facts)
         data["site_packages"] = list(facts.site_packages)
         with self._lock:
-            if executable is None:
+            # the interpreter running cudadoctor is the default, also when named by path (an
+            # activated venv is the target by default, and it may be this very interpreter)
+            if executable is None or facts.is_current:
                 self.interpreter_default = data
             else:
                 self.interpreters[executable] = data
