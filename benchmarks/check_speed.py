@@ -13,6 +13,7 @@ machine, peak RSS <= 60 MiB, import time of `--version` <= 60 ms. Exit status 1 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import statistics
@@ -24,11 +25,14 @@ from typing import List, Optional, Sequence, Tuple
 CHECK = [sys.executable, "-m", "cudadoctor", "check", "--json"]
 COLLECT_ENV = [sys.executable, "-m", "torch.utils.collect_env"]
 VERSION = [sys.executable, "-X", "importtime", "-m", "cudadoctor", "--version"]
+# Measure an installed tool: pip writes bytecode at install time, so let the warm-up runs cache
+# it here too even where the shell sets PYTHONDONTWRITEBYTECODE.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def timed(argv: Sequence[str]) -> Tuple[float, int]:
     start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     elapsed = time.perf_counter() - start
     return elapsed, proc.returncode
 
@@ -36,14 +40,14 @@ def timed(argv: Sequence[str]) -> Tuple[float, int]:
 def peak_rss_mib(argv: Sequence[str], runs: int) -> float:
     """Peak resident memory of ``argv``, from RUSAGE_CHILDREN before any other child ran."""
     for _ in range(runs):
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
     return kib / 1024.0
 
 
 def import_time_ms() -> Tuple[float, float]:
     """(all imports, cudadoctor's own) of `python -X importtime -m cudadoctor --version`, in ms."""
-    proc = subprocess.run(VERSION, capture_output=True, text=True)
+    proc = subprocess.run(VERSION, capture_output=True, text=True, env=ENV)
     total = ours = 0
     for line in proc.stderr.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)", line)

@@ -45,11 +45,8 @@ def parse_cuda_version_json(text: str) -> Optional[str]:
 
     CUDA 11.x writes a build date there ('11.8.20220929'); then the release is major.minor,
     refined by the nvcc component's version ('11.8.89') when it belongs to the same release."""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict):
+    data = _json_object(text)
+    if data is None:
         return None
     version = _component_version(data, "cuda")
     if version is None:
@@ -62,6 +59,15 @@ def parse_cuda_version_json(text: str) -> Optional[str]:
             return nvcc
         return release
     return version
+
+
+def _json_object(text: str) -> Optional[Dict[str, Any]]:
+    """A JSON object, or None for anything else (invalid, too deep, an integer too long)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _component_version(data: Dict[str, Any], name: str) -> Optional[str]:
@@ -261,11 +267,8 @@ def parse_metadata_headers(text: str) -> Dict[str, List[str]]:
 
 def parse_conda_meta(text: str) -> Optional[Dict[str, str]]:
     """A ``conda-meta/<pkg>.json`` file -> name, version, build, channel."""
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict):
+    data = _json_object(text)
+    if data is None:
         return None
     name, version = data.get("name"), data.get("version")
     if not isinstance(name, str) or not isinstance(version, str) or not name or not version:
