@@ -109,8 +109,8 @@ def _wheel_owner(ctx: Context, family: str, path: str, major: Optional[str]) -> 
         if path.startswith(d.site + "/") and re.fullmatch(re.escape(base) + r"(-cu\d+)?", d.name)
     ]
     same_major = [d for d in matches if major and d.version.split(".")[0] == major]
-    chosen = (same_major or matches or [None])[0]
-    return (chosen.name, chosen.version) if chosen else None
+    candidates = same_major or matches
+    return (candidates[0].name, candidates[0].version) if candidates else None
 
 
 def _find(
