@@ -133,6 +133,13 @@ def _smi_missing(value: str) -> bool:
     return not value or (value.startswith("[") and value.endswith("]")) or value in ("N/A", "Unknown")
 
 
+def parse_smi_cuda_version(text: str) -> Optional[str]:
+    """The newest CUDA the driver supports, from plain ``nvidia-smi``'s header: 'CUDA Version:
+    12.8', or 'CUDA UMD Version: 13.3' as some R610 drivers print it (beside 'KMD Version')."""
+    m = re.search(r"CUDA (?:UMD )?Version:\s*(\d+\.\d+)", text)
+    return m.group(1) if m else None
+
+
 def parse_ldconfig(text: str, abi: Optional[str] = None) -> List[Tuple[str, str]]:
     """``ldconfig -p``: [(soname, path)] in cache order.
 

@@ -703,3 +703,13 @@ def test_cuda_11_version_json_date_is_read_as_the_release() -> None:
     text = '{"cuda": {"name": "CUDA SDK", "version": "11.8.20220929"}, "cuda_nvcc": {"version": "11.8.89"}}'
     assert p.parse_cuda_version_json(text) == "11.8.89"
     assert p.parse_cuda_version_json('{"cuda": {"version": "11.8.20220929"}}') == "11.8"
+
+
+def test_smi_header_cuda_version_in_both_layouts() -> None:
+    # REAL header lines: the classic one, and the R610 layout seen in public logs
+    # ('KMD Version' and 'CUDA UMD Version' instead of 'Driver Version' and 'CUDA Version').
+    classic = "| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |"
+    r610 = "| NVIDIA-SMI 610.57.04   KMD Version: 610.57.04   CUDA UMD Version: 13.3 |"
+    assert p.parse_smi_cuda_version(classic) == "13.0"
+    assert p.parse_smi_cuda_version(r610) == "13.3"
+    assert p.parse_smi_cuda_version("no header") is None

@@ -246,7 +246,22 @@ FUZZED = {
     "parse_python_assignments", "parse_tf_build_info", "parse_dist_info_dirname", "normalize_name",
     "parse_metadata_headers", "parse_conda_meta", "parse_julia_manifest", "parse_julia_version",
     "cuda_version_from_int", "detect_container_from_cgroup", "parse_secure_boot_efivar",
+    "parse_smi_cuda_version",
 }
+
+
+smi_header_text = st.builds(
+    lambda label, version, tail: f"| NVIDIA-SMI 610.57.04   {label}: {version}   {tail} |",
+    st.sampled_from(["CUDA Version", "CUDA UMD Version", "CUDA  Version", "Version"]),
+    st.from_regex(r"\d{1,3}(\.\d{0,3}){0,2}", fullmatch=True), st.text(max_size=20),
+)
+
+
+@FUZZ
+@given(st.one_of(smi_header_text, st.text()))
+def test_fuzz_parse_smi_cuda_version(text: str) -> None:
+    out = p.parse_smi_cuda_version(text)
+    assert out is None or (isinstance(out, str) and out.count(".") == 1)
 
 
 @FUZZ

@@ -20,7 +20,7 @@ from ..nvml import (
     NvmlError,
     nvml_error_text,
 )
-from ..parsers import cuda_version_from_int, parse_nvidia_smi_csv, parse_proc_driver_version
+from ..parsers import cuda_version_from_int, parse_smi_cuda_version, parse_nvidia_smi_csv, parse_proc_driver_version
 from . import ProbeOutput
 from .context import Context
 
@@ -202,8 +202,7 @@ def _smi_summary(ctx: Context) -> Dict[str, Any]:
         return {"error": failure[1], "kind": failure[0]}
     out: Dict[str, Any] = {"driver_version": rows[0].get("driver_version") if rows else None}
     header = ctx.run("nvidia-smi")
-    m = re.search(r"CUDA Version:\s*(\d+\.\d+)", header.stdout) if header.ok else None
-    out["cuda"] = m.group(1) if m else None
+    out["cuda"] = parse_smi_cuda_version(header.stdout) if header.ok else None
     return out
 
 
