@@ -33,6 +33,34 @@ class ErrorKind(str, enum.Enum):
     ERROR = "error"
 
 
+class Category(str, enum.Enum):
+    """The closed vocabulary of root causes a finding or an error signature points to
+    (docs/findings/README.md explains each)."""
+
+    NO_GPU = "no_gpu"
+    NO_DRIVER = "no_driver"
+    KERNEL_MODULE_BLOCKED = "kernel_module_blocked"
+    DRIVER_LIBRARY_MISMATCH = "driver_library_mismatch"
+    NVML_UNAVAILABLE = "nvml_unavailable"
+    CONTAINER_NO_GPU = "container_no_gpu"
+    VISIBLE_DEVICES_HIDDEN = "visible_devices_hidden"
+    DRIVER_TOO_OLD = "driver_too_old"
+    CPU_ONLY_BUILD = "cpu_only_build"
+    ARCH_UNSUPPORTED = "arch_unsupported"
+    PYTHON_UNSUPPORTED = "python_unsupported"
+    PLATFORM_UNSUPPORTED = "platform_unsupported"
+    COMPANION_VERSION_MISMATCH = "companion_version_mismatch"
+    WRONG_PACKAGE_VARIANT = "wrong_package_variant"
+    MISSING_LIBRARY = "missing_library"
+    LIBRARY_VERSION_CONFLICT = "library_version_conflict"
+    CUDNN_MISMATCH = "cudnn_mismatch"
+    NVCC_FRAMEWORK_MISMATCH = "nvcc_framework_mismatch"
+    HOST_COMPILER_UNSUPPORTED = "host_compiler_unsupported"
+    HARDWARE_FAULT = "hardware_fault"
+    SMOKE_FAILED = "smoke_failed"
+    OTHER = "other"
+
+
 @dataclass(frozen=True)
 class ProbeError:
     """A fact a probe could not read, and why."""

@@ -24,8 +24,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     from .check import check
+    from .data import data
 
     cli.add_command(check)
+    cli.add_command(data)
 
 
 _register()
