@@ -18,7 +18,12 @@ from ..datadir import shipped_data_dir
 from .load import DataError, Manifest, read_manifest, read_table
 
 if TYPE_CHECKING:
-    from . import cuda, ecosystem, gpus, pytorch, signatures, toolchain
+    from .cuda import CudaData
+    from .ecosystem import EcosystemData
+    from .gpus import GpuData
+    from .pytorch import PytorchData
+    from .signatures import SignatureData
+    from .toolchain import ToolchainData
 
 __all__ = ["DataError", "Matrix", "default_matrix"]
 
@@ -67,28 +72,28 @@ class Matrix:
 
     # One property per concern; the queries are methods of what they return.
     @property
-    def cuda(self) -> "cuda.CudaData":
-        return cast("cuda.CudaData", self.concern("cuda"))
+    def cuda(self) -> "CudaData":
+        return cast("CudaData", self.concern("cuda"))
 
     @property
-    def gpus(self) -> "gpus.GpuData":
-        return cast("gpus.GpuData", self.concern("gpus"))
+    def gpus(self) -> "GpuData":
+        return cast("GpuData", self.concern("gpus"))
 
     @property
-    def toolchain(self) -> "toolchain.ToolchainData":
-        return cast("toolchain.ToolchainData", self.concern("toolchain"))
+    def toolchain(self) -> "ToolchainData":
+        return cast("ToolchainData", self.concern("toolchain"))
 
     @property
-    def pytorch(self) -> "pytorch.PytorchData":
-        return cast("pytorch.PytorchData", self.concern("pytorch"))
+    def pytorch(self) -> "PytorchData":
+        return cast("PytorchData", self.concern("pytorch"))
 
     @property
-    def ecosystem(self) -> "ecosystem.EcosystemData":
-        return cast("ecosystem.EcosystemData", self.concern("ecosystem"))
+    def ecosystem(self) -> "EcosystemData":
+        return cast("EcosystemData", self.concern("ecosystem"))
 
     @property
-    def signatures(self) -> "signatures.SignatureData":
-        return cast("signatures.SignatureData", self.concern("signatures"))
+    def signatures(self) -> "SignatureData":
+        return cast("SignatureData", self.concern("signatures"))
 
     # ------------------------------------------------------------------ whole-data operations
 

@@ -1,0 +1,549 @@
+"""The build toolchain: which GPU architectures a CUDA toolkit's nvcc can compile for, which host
+compilers it accepts, and which CUDA versions (and drivers, and GPUs) each cuDNN release supports.
+
+Three tables:
+
+- ``toolkit_archs.json``: one record per compute capability (sm_XX) with the first CUDA toolkit
+  that compiles for it, the release that deprecated it and the last toolkit before NVIDIA removed
+  it. The architecture-specific ``a`` and family ``f`` targets (sm_90a, sm_100f) are variants of
+  their compute capability's record, so every lookup by compute capability finds one row.
+- ``host_compilers.json``: per CUDA minor, the newest GCC and Clang majors ``crt/host_config.h``
+  accepts (nvcc checks the major version only), with changes inside a minor's updates.
+- ``cudnn.json``: per cuDNN release, the CUDA majors it ships builds for, with the minors, drivers
+  and minimum compute capability where NVIDIA's support matrix gives them.
+
+Versions compare as numbers, by major.minor for CUDA toolkits. Queries that cannot answer from
+the data say so (``None`` or ``status == "unknown"``) rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Tuple
+
+from .versions import VersionKey, major, major_minor, vkey
+
+TABLES = ("toolkit_archs.json", "host_compilers.json", "cudnn.json")
+
+_SM = re.compile(r"^(?:sm|compute|lto)_(\d{2,3})([af]?)$")
+_BARE = re.compile(r"^(\d{2,3})([af]?)$")
+
+# can_compile statuses
+SUPPORTED = "supported"
+DEPRECATED = "deprecated"
+DROPPED = "dropped"
+TOO_NEW = "too_new"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ArchVariant:
+    sm: str  # "sm_90a"
+    first_cuda: str
+    last_cuda: Optional[str]
+
+
+@dataclass(frozen=True)
+class ArchRow:
+    sm: str  # "sm_90"
+    compute_capability: str  # "9.0"
+    architecture: Optional[str]  # "hopper"; None where the sources do not name it (sm_88)
+    first_cuda: str  # "11.8": the first toolkit whose nvcc compiles for it
+    deprecated_in: Optional[str]  # the toolkit that deprecated it
+    last_cuda: Optional[str]  # the last toolkit that compiles for it offline; None: still supported
+    variants: Tuple[ArchVariant, ...]
+    renamed_to: Optional[str]  # sm_101 -> "sm_110"
+    formerly: Optional[str]  # sm_110 -> "sm_101"
+    source: str
+    confidence: str
+    note: Optional[str] = None
+
+    def variant(self, sm: str) -> Optional[ArchVariant]:
+        for v in self.variants:
+            if v.sm == sm:
+                return v
+        return None
+
+
+@dataclass(frozen=True)
+class ArchSupport:
+    """Can a CUDA toolkit's nvcc compile for a GPU architecture?
+
+    ``status``: ``supported``; ``deprecated`` (still compiles; NVIDIA announced its removal);
+    ``dropped`` (the toolkit is newer than ``last_cuda``); ``too_new`` (the architecture is newer
+    than the toolkit: it needs ``first_cuda``); ``unknown`` (no row for the architecture, or a
+    version that does not parse)."""
+
+    status: str
+    sm: Optional[str]
+    first_cuda: Optional[str]
+    last_cuda: Optional[str]
+    deprecated_in: Optional[str]
+    row: Optional[ArchRow]
+
+    @property
+    def ok(self) -> bool:
+        """The toolkit can compile for it (possibly with a deprecation warning)."""
+        return self.status in (SUPPORTED, DEPRECATED)
+
+
+@dataclass(frozen=True)
+class MsvcRange:
+    msc_ver_min: int  # 1920
+    msc_ver_max: int  # 1949
+    visual_studio: Optional[str]  # "2019-2022"
+
+
+@dataclass(frozen=True)
+class CompilerUpdate:
+    cuda: str  # "12.2.2": from this update on
+    gcc_max: Optional[int]
+    clang_max: Optional[int]
+
+
+@dataclass(frozen=True)
+class HostCompilerRow:
+    cuda: str  # "12.4" (major.minor)
+    gcc_max: Optional[int]  # newest GCC major nvcc accepts; None: not established
+    gcc_min: Optional[int]
+    clang_max: Optional[int]
+    clang_min: Optional[int]
+    msvc: Optional[MsvcRange]
+    updates: Tuple[CompilerUpdate, ...]
+    source: str
+    confidence: str
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CudnnCuda:
+    """One CUDA major a cuDNN release ships a build for."""
+
+    major: int
+    min: Optional[str]  # oldest CUDA version the matrix lists for this build; None: not stated
+    max: Optional[str]  # newest CUDA version the matrix lists; None: not stated
+    linux_min_driver: Optional[str]
+    windows_min_driver: Optional[str]
+    min_compute_capability: Optional[str]
+
+
+@dataclass(frozen=True)
+class CudnnRow:
+    version: str  # "9.1.0"
+    prerelease: bool
+    cuda: Tuple[CudnnCuda, ...]
+    cuda_partial: bool  # True: a CUDA major not listed is unknown, not unsupported
+    min_compute_capability: Optional[str]
+    source: str
+    confidence: str
+    note: Optional[str] = None
+
+    def for_cuda(self, cuda_major: int) -> Optional[CudnnCuda]:
+        for entry in self.cuda:
+            if entry.major == cuda_major:
+                return entry
+        return None
+
+    def min_cc(self, cuda_major: Optional[int] = None) -> Optional[str]:
+        """The lowest compute capability the build for ``cuda_major`` supports (the record's
+        value where the build has none of its own)."""
+        entry = self.for_cuda(cuda_major) if cuda_major is not None else None
+        if entry is not None and entry.min_compute_capability:
+            return entry.min_compute_capability
+        return self.min_compute_capability
+
+
+# ---------------------------------------------------------------------------- parsing helpers
+
+
+def sm_of(sm_or_cc: str) -> Optional[Tuple[str, str]]:
+    """('sm_90', 'a') from 'sm_90a', 'compute_90a', '90a', '9.0', '9.0a', '8.6+PTX'; None when it
+    names no architecture."""
+    text = (sm_or_cc or "").strip().lower()
+    if text.endswith("+ptx"):
+        text = text[: -len("+ptx")]
+    m = _SM.match(text) or _BARE.match(text)
+    if m:
+        return f"sm_{int(m.group(1))}", m.group(2)
+    m = re.match(r"^(\d{1,2})\.(\d)([af]?)$", text)
+    if m:
+        return f"sm_{int(m.group(1))}{m.group(2)}", m.group(3)
+    return None
+
+
+def cc_of_sm(sm: str) -> str:
+    """'sm_90' -> '9.0', 'sm_121' -> '12.1'."""
+    number = int(sm[3:].rstrip("af"))
+    return f"{number // 10}.{number % 10}"
+
+
+def cudnn_version(text: str) -> Optional[str]:
+    """'9.1.0.70' -> '9.1.0'; '9.1' -> '9.1'; the integer cuDNN reports (torch.backends.cudnn.version(),
+    CUDNN_VERSION): 8907 -> '8.9.7', 90100 -> '9.1.0'. None when it does not parse."""
+    text = (text or "").strip()
+    if re.fullmatch(r"\d{4,6}", text):
+        n = int(text)
+        if n >= 10000:  # cuDNN 9+: major * 10000 + minor * 100 + patch
+            return f"{n // 10000}.{(n % 10000) // 100}.{n % 100}"
+        return f"{n // 1000}.{(n % 1000) // 100}.{n % 100}"  # cuDNN 7/8: major * 1000 + minor * 100 + patch
+    key = vkey(text)
+    if len(key) < 2:
+        return None
+    return ".".join(str(p) for p in key[:3])
+
+
+def _mm(version: Optional[str]) -> VersionKey:
+    return major_minor(version or "")
+
+
+def _int(text: str) -> Optional[int]:
+    return major(text or "")
+
+
+# ---------------------------------------------------------------------------- the data
+
+
+@dataclass(frozen=True)
+class ToolchainData:
+    archs: Tuple[ArchRow, ...]
+    compilers: Tuple[HostCompilerRow, ...]
+    cudnns: Tuple[CudnnRow, ...]
+    nvcc_13_0_gpu_code: Tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ architectures
+
+    def arch(self, sm_or_cc: str) -> Optional[ArchRow]:
+        """The row of 'sm_90', 'sm_90a', 'compute_90', '90', '9.0'; None when the data has none."""
+        parsed = sm_of(sm_or_cc)
+        if parsed is None:
+            return None
+        for row in self.archs:
+            if row.sm == parsed[0]:
+                return row
+        return None
+
+    def can_compile(self, cuda: str, compute_capability: str) -> ArchSupport:
+        """Can the nvcc of CUDA ``cuda`` ('12.4', '12.4.1') compile for ``compute_capability``
+        ('9.0', 'sm_90', 'sm_90a')? For an 'a'/'f' target, that variant's own first/last toolkit."""
+        row = self.arch(compute_capability)
+        parsed = sm_of(compute_capability)
+        have = _mm(cuda)
+        if row is None or parsed is None or len(have) < 2:
+            return ArchSupport(UNKNOWN, parsed[0] if parsed else None, None, None, None, row)
+        first, last, deprecated = row.first_cuda, row.last_cuda, row.deprecated_in
+        sm = row.sm
+        if parsed[1]:
+            variant = row.variant(row.sm + parsed[1])
+            if variant is None:
+                return ArchSupport(UNKNOWN, row.sm + parsed[1], None, None, None, row)
+            sm, first, last = variant.sm, variant.first_cuda, variant.last_cuda
+        if have < _mm(first):
+            status = TOO_NEW
+        elif last is not None and have > _mm(last):
+            status = DROPPED
+        elif deprecated is not None and have >= _mm(deprecated):
+            status = DEPRECATED
+        else:
+            status = SUPPORTED
+        return ArchSupport(status, sm, first, last, deprecated, row)
+
+    def archs_for(self, cuda: str, variants: bool = False) -> List[str]:
+        """The sm targets the nvcc of ``cuda`` can compile for (deprecated ones included), oldest
+        first; with ``variants``, the 'a'/'f' targets too."""
+        have = _mm(cuda)
+        if len(have) < 2:
+            return []
+        out: List[str] = []
+        for row in self.archs:
+            if _mm(row.first_cuda) <= have and (row.last_cuda is None or have <= _mm(row.last_cuda)):
+                out.append(row.sm)
+            if variants:
+                out.extend(v.sm for v in row.variants
+                           if _mm(v.first_cuda) <= have and (v.last_cuda is None or have <= _mm(v.last_cuda)))
+        return out
+
+    # ------------------------------------------------------------------ host compilers
+
+    def compiler_limit(self, cuda: str) -> Optional[HostCompilerRow]:
+        """The host-compiler limits of ``cuda`` ('12.4', '12.2.2'): the row of its major.minor,
+        with the changes of the updates up to ``cuda`` applied ('12.2.2' accepts Clang 16,
+        '12.2' and '12.2.1' do not). None for a minor the data has no row for."""
+        have = vkey(cuda)
+        for row in self.compilers:
+            if _mm(row.cuda) == have[:2] and len(have) >= 2:
+                effective = row
+                for update in row.updates:
+                    if have >= vkey(update.cuda):
+                        effective = replace(
+                            effective,
+                            gcc_max=update.gcc_max if update.gcc_max is not None else effective.gcc_max,
+                            clang_max=update.clang_max if update.clang_max is not None else effective.clang_max,
+                        )
+                return effective
+        return None
+
+    def gcc_supported(self, cuda: str, gcc_version: str) -> Optional[bool]:
+        """Does nvcc of ``cuda`` accept GCC ``gcc_version`` ('13.2.0', '13')? None: unknown."""
+        row = self.compiler_limit(cuda)
+        return _within(_int(gcc_version), row.gcc_min if row else None, row.gcc_max if row else None)
+
+    def clang_supported(self, cuda: str, clang_version: str) -> Optional[bool]:
+        """Does nvcc of ``cuda`` accept Clang ``clang_version`` ('18.1.8')? None: unknown."""
+        row = self.compiler_limit(cuda)
+        return _within(_int(clang_version), row.clang_min if row else None, row.clang_max if row else None)
+
+    def msvc_supported(self, cuda: str, msc_ver: int) -> Optional[bool]:
+        """Does nvcc of ``cuda`` accept the MSVC whose ``_MSC_VER`` is ``msc_ver`` (1939)?"""
+        row = self.compiler_limit(cuda)
+        if row is None or row.msvc is None:
+            return None
+        return row.msvc.msc_ver_min <= msc_ver <= row.msvc.msc_ver_max
+
+    # ------------------------------------------------------------------ cuDNN
+
+    def cudnn(self, version: str) -> Optional[CudnnRow]:
+        """The release ``version`` names: '9.1.0', '9.1.0.70', '8.9.7.29', the integer cuDNN
+        reports ('90100', '8907'), or 'major.minor' ('9.1' -> 9.1.0, the first of that minor)."""
+        wanted = cudnn_version(version)
+        if wanted is None:
+            return None
+        key = vkey(wanted)
+        same = [r for r in self.cudnns if vkey(r.version)[: len(key)] == key]
+        return same[0] if same else None
+
+    def cudnn_supports(self, cudnn_version: str, cuda_version: str) -> Optional[bool]:
+        """Does cuDNN ``cudnn_version`` ship a build for CUDA ``cuda_version`` ('12.4', '12')?
+
+        False: no build for that CUDA major (where the data lists all the release's builds), or a
+        CUDA older than the build's oldest listed version. None: unknown release or major, or a
+        CUDA newer than the matrix lists for the build (minor-version compatibility may cover it)."""
+        row = self.cudnn(cudnn_version)
+        have = vkey(cuda_version)
+        if row is None or not have:
+            return None
+        entry = row.for_cuda(have[0])
+        if entry is None:
+            return None if row.cuda_partial else False
+        if entry.min is not None and have < vkey(entry.min)[: len(have)]:
+            return False
+        if entry.max is not None and len(have) >= 2 and have[:2] > _mm(entry.max):
+            return None
+        return True
+
+    def cudnn_min_driver(self, cudnn_version: str, cuda_major: Any, os: str = "linux") -> Optional[str]:
+        """The minimum driver NVIDIA's cuDNN matrix gives for the release's CUDA ``cuda_major``
+        build (12 or '12'); None where it gives none (then the CUDA toolkit's own rule applies)."""
+        row = self.cudnn(cudnn_version)
+        number = cuda_major if isinstance(cuda_major, int) else major(str(cuda_major))
+        if row is None or number is None:
+            return None
+        entry = row.for_cuda(number)
+        if entry is None:
+            return None
+        return entry.windows_min_driver if os == "windows" else entry.linux_min_driver
+
+    def cudnn_min_compute_capability(self, cudnn_version: str, cuda_major: Optional[int] = None) -> Optional[str]:
+        row = self.cudnn(cudnn_version)
+        return row.min_cc(cuda_major) if row else None
+
+
+def _within(have: Optional[int], low: Optional[int], high: Optional[int]) -> Optional[bool]:
+    if have is None or high is None:
+        return None
+    if have > high:
+        return False
+    if low is not None and have < low:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------- build
+
+
+def _common(rec: Mapping[str, Any]) -> Dict[str, Any]:
+    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
+
+
+def build(docs: Mapping[str, Mapping[str, Any]]) -> ToolchainData:
+    archs = tuple(
+        ArchRow(
+            sm=r["sm"], compute_capability=r["compute_capability"], architecture=r.get("architecture"),
+            first_cuda=r["first_cuda"], deprecated_in=r.get("deprecated_in"), last_cuda=r.get("last_cuda"),
+            variants=tuple(ArchVariant(v["sm"], v["first_cuda"], v.get("last_cuda")) for v in r.get("variants", [])),
+            renamed_to=r.get("renamed_to"), formerly=r.get("formerly"), **_common(r),
+        )
+        for r in docs["toolkit_archs.json"]["records"]
+    )
+    compilers = tuple(
+        HostCompilerRow(
+            cuda=r["cuda"], gcc_max=r.get("gcc_max"), gcc_min=r.get("gcc_min"), clang_max=r.get("clang_max"),
+            clang_min=r.get("clang_min"),
+            msvc=MsvcRange(r["msvc"]["msc_ver_min"], r["msvc"]["msc_ver_max"], r["msvc"].get("visual_studio"))
+            if r.get("msvc") else None,
+            updates=tuple(CompilerUpdate(u["cuda"], u.get("gcc_max"), u.get("clang_max"))
+                          for u in r.get("updates", [])),
+            **_common(r),
+        )
+        for r in docs["host_compilers.json"]["records"]
+    )
+    cudnns = tuple(
+        CudnnRow(
+            version=r["version"], prerelease=bool(r.get("prerelease", False)),
+            cuda=tuple(
+                CudnnCuda(c["major"], c.get("min"), c.get("max"), c.get("linux_min_driver"),
+                          c.get("windows_min_driver"), c.get("min_compute_capability"))
+                for c in r["cuda"]
+            ),
+            cuda_partial=bool(r.get("cuda_partial", False)), min_compute_capability=r.get("min_compute_capability"),
+            **_common(r),
+        )
+        for r in docs["cudnn.json"]["records"]
+    )
+    nvcc = docs["toolkit_archs.json"].get("nvcc_13_0") or {}
+    return ToolchainData(archs, compilers, cudnns, tuple(nvcc.get("list_gpu_code", ())))
+
+
+# ---------------------------------------------------------------------------- invariants
+
+
+def invariants(data: ToolchainData, matrix: Any) -> List[str]:
+    """Sorted unique keys; first <= deprecated <= last; every CUDA version named is a toolkit the
+    CUDA tables list (by major.minor; an architecture's first toolkit may predate them); GCC
+    limits never go down; cuDNN builds reference CUDA majors the CUDA tables know."""
+    toolkits = {_mm(t.cuda) for t in matrix.cuda.toolkits}
+    oldest = min(toolkits) if toolkits else ()
+    floors = {f.cuda_major for f in matrix.cuda.floors}
+    problems: List[str] = []
+    problems += _arch_problems(data, toolkits, oldest)
+    problems += _compiler_problems(data, toolkits)
+    problems += _cudnn_problems(data, toolkits, floors | {k[0] for k in toolkits})
+    return problems
+
+
+def _known(version: Optional[str], toolkits: AbstractSet[VersionKey]) -> bool:
+    return version is None or _mm(version) in toolkits
+
+
+def _arch_problems(data: ToolchainData, toolkits: AbstractSet[VersionKey], oldest: VersionKey) -> List[str]:
+    f = "toolkit_archs.json"
+    problems: List[str] = []
+    keys = [int(r.sm[3:]) for r in data.archs]
+    if keys != sorted(keys):
+        problems.append(f"{f}: records are not sorted by sm number")
+    seen = set()
+    for row in data.archs:
+        where = f"{f}: {row.sm}"
+        if row.sm in seen:
+            problems.append(f"{where}: listed twice")
+        seen.add(row.sm)
+        if cc_of_sm(row.sm) != row.compute_capability:
+            problems.append(f"{where}: compute_capability {row.compute_capability} does not match the sm number")
+        if _mm(row.first_cuda) not in toolkits and not (oldest and _mm(row.first_cuda) < oldest):
+            problems.append(f"{where}: first_cuda {row.first_cuda} is not a CUDA toolkit in cuda_toolkits.json")
+        for name, value in (("deprecated_in", row.deprecated_in), ("last_cuda", row.last_cuda)):
+            if not _known(value, toolkits):
+                problems.append(f"{where}: {name} {value} is not a CUDA toolkit in cuda_toolkits.json")
+        chain = [v for v in (row.first_cuda, row.deprecated_in, row.last_cuda) if v is not None]
+        if [_mm(v) for v in chain] != sorted(_mm(v) for v in chain):
+            problems.append(f"{where}: first_cuda <= deprecated_in <= last_cuda does not hold")
+        names = [v.sm for v in row.variants]
+        if names != sorted(names) or len(set(names)) != len(names):
+            problems.append(f"{where}: variants are not sorted and unique")
+        for v in row.variants:
+            vwhere = f"{where}: variant {v.sm}"
+            if v.sm[:-1] != row.sm:
+                problems.append(f"{vwhere}: is not a variant of {row.sm}")
+            for name, value in (("first_cuda", v.first_cuda), ("last_cuda", v.last_cuda)):
+                if not _known(value, toolkits):
+                    problems.append(f"{vwhere}: {name} {value} is not a CUDA toolkit in cuda_toolkits.json")
+            if _mm(v.first_cuda) < _mm(row.first_cuda):
+                problems.append(f"{vwhere}: first_cuda {v.first_cuda} is before {row.sm}'s {row.first_cuda}")
+            if v.last_cuda is not None and _mm(v.last_cuda) < _mm(v.first_cuda):
+                problems.append(f"{vwhere}: last_cuda {v.last_cuda} is before its first_cuda {v.first_cuda}")
+            if row.last_cuda is not None and (v.last_cuda is None or _mm(v.last_cuda) > _mm(row.last_cuda)):
+                problems.append(f"{vwhere}: outlives {row.sm} (last_cuda {row.last_cuda})")
+    by_sm = {r.sm: r for r in data.archs}
+    for row in data.archs:
+        links = (("renamed_to", row.renamed_to, "formerly"), ("formerly", row.formerly, "renamed_to"))
+        for name, target, back in links:
+            if target is None:
+                continue
+            other = by_sm.get(target)
+            if other is None:
+                problems.append(f"{f}: {row.sm}: {name} {target} has no record")
+            elif getattr(other, back) != row.sm:
+                problems.append(f"{f}: {row.sm}: {name} {target}, but {target}'s {back} is not {row.sm}")
+    for sm in data.nvcc_13_0_gpu_code:
+        if sm not in by_sm:
+            problems.append(f"{f}: nvcc_13_0: {sm} has no record")
+    listed = set(data.nvcc_13_0_gpu_code)
+    if listed and set(data.archs_for("13.0")) != listed:
+        problems.append(f"{f}: nvcc_13_0: the records' CUDA 13.0 targets {sorted(data.archs_for('13.0'))} differ "
+                        f"from nvcc 13.0's list {sorted(listed)}")
+    return problems
+
+
+def _compiler_problems(data: ToolchainData, toolkits: AbstractSet[VersionKey]) -> List[str]:
+    f = "host_compilers.json"
+    problems: List[str] = []
+    keys = [_mm(r.cuda) for r in data.compilers]
+    if keys != sorted(keys):
+        problems.append(f"{f}: records are not sorted by cuda version")
+    if len(set(keys)) != len(keys):
+        problems.append(f"{f}: a cuda version is listed twice")
+    for row in data.compilers:
+        where = f"{f}: {row.cuda}"
+        if _mm(row.cuda) not in toolkits:
+            problems.append(f"{where}: not a CUDA toolkit in cuda_toolkits.json")
+        for name, low, high in (("gcc", row.gcc_min, row.gcc_max), ("clang", row.clang_min, row.clang_max)):
+            if low is not None and high is not None and low > high:
+                problems.append(f"{where}: {name}_min {low} is above {name}_max {high}")
+        if row.msvc is not None and row.msvc.msc_ver_min > row.msvc.msc_ver_max:
+            problems.append(f"{where}: msvc range is empty")
+        updates = [vkey(u.cuda) for u in row.updates]
+        if updates != sorted(updates) or len(set(updates)) != len(updates):
+            problems.append(f"{where}: updates are not sorted and unique")
+        for u in row.updates:
+            if _mm(u.cuda) != _mm(row.cuda):
+                problems.append(f"{where}: update {u.cuda} is not an update of {row.cuda}")
+    for name in ("gcc_max", "clang_max"):
+        newest: Optional[Tuple[str, int]] = None
+        for row in data.compilers:
+            for cuda, value in [(row.cuda, getattr(row, name))] + [(u.cuda, getattr(u, name)) for u in row.updates]:
+                if value is None:
+                    continue
+                if newest is not None and value < newest[1]:
+                    problems.append(f"{f}: {cuda}: {name} {value} is below {newest[0]}'s {newest[1]} "
+                                    "(NVIDIA has not lowered a host-compiler limit)")
+                newest = (cuda, value) if newest is None or value >= newest[1] else newest
+    return problems
+
+
+def _cudnn_problems(data: ToolchainData, toolkits: AbstractSet[VersionKey], majors: AbstractSet[int]) -> List[str]:
+    f = "cudnn.json"
+    problems: List[str] = []
+    keys = [vkey(r.version) for r in data.cudnns]
+    if keys != sorted(keys):
+        problems.append(f"{f}: records are not sorted by version")
+    if len(set(keys)) != len(keys):
+        problems.append(f"{f}: a version is listed twice")
+    for row in data.cudnns:
+        where = f"{f}: {row.version}"
+        numbers = [c.major for c in row.cuda]
+        if numbers != sorted(set(numbers)):
+            problems.append(f"{where}: cuda majors are not sorted and unique")
+        for c in row.cuda:
+            cwhere = f"{where}: CUDA {c.major}"
+            if c.major not in majors:
+                problems.append(f"{cwhere}: no CUDA toolkit or minor-compatibility row for this major")
+            for name, value in (("min", c.min), ("max", c.max)):
+                if value is None:
+                    continue
+                if major(value) != c.major:
+                    problems.append(f"{cwhere}: {name} {value} is not a CUDA {c.major} version")
+                elif not _known(value, toolkits):
+                    problems.append(f"{cwhere}: {name} {value} is not a CUDA toolkit in cuda_toolkits.json")
+            if c.min is not None and c.max is not None and vkey(c.min)[:2] > vkey(c.max)[:2]:
+                problems.append(f"{cwhere}: min {c.min} is above max {c.max}")
+    return problems
