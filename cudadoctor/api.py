@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 from . import __version__
 from .datadir import data_version
 from .host import DEFAULT_TIMEOUT_S, Host, RealHost
-from .model import Report, Snapshot
+from .model import Finding, Report, Snapshot
 
 
 def collect(
@@ -22,5 +22,17 @@ def collect(
     return run_probes(host or RealHost(), python=python, timeout=timeout, only=only)
 
 
-def make_report(snapshot: Snapshot) -> Report:
-    return Report(snapshot=snapshot, tool_version=__version__, data_version=data_version())
+def diagnose(snapshot: Snapshot, only: Optional[Sequence[str]] = None, matrix: Any = None) -> Tuple[Finding, ...]:
+    """Run the checks (all, or those producing the codes or named in ``only``) on a snapshot.
+    Pure: the same snapshot and data give the same findings."""
+    from .checks import run_checks, select
+    from .matrix import default_matrix
+
+    return run_checks(snapshot, matrix or default_matrix(), select(only))
+
+
+def make_report(snapshot: Snapshot, findings: Optional[Sequence[Finding]] = None) -> Report:
+    """A report; ``findings=None`` means the checks did not run (probe facts only)."""
+    matrix_version = data_version()
+    return Report(snapshot=snapshot, tool_version=__version__, data_version=matrix_version,
+                  findings=tuple(findings or ()), checked=findings is not None)

@@ -267,6 +267,7 @@ class Snapshot:
     env: Optional[Dict[str, str]] = None
     errors: Tuple[ProbeError, ...] = ()
     probe_durations_s: Dict[str, float] = field(default_factory=dict)
+    error_message: Optional[str] = None  # the error text a user saw (facts), to match against known signatures
 
     def framework(self, name: str) -> Optional[FrameworkBuild]:
         """The build of ``name``, or ``None`` when absent or unknown."""
@@ -292,13 +293,57 @@ class Snapshot:
         return None
 
 
+# --------------------------------------------------------------------------- findings
+
+
+class Severity(str, enum.Enum):
+    OK = "ok"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRASHED = "crashed"  # the check itself raised: a bug in cudadoctor, not in the machine
+
+
+@dataclass(frozen=True)
+class FixCommand:
+    """One command to paste. ``shell`` says where it runs (sh, or the manager it belongs to)."""
+
+    run: str
+    shell: str = "sh"  # sh | pip | uv | conda | pixi | powershell
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Fix:
+    text: str
+    commands: Tuple[FixCommand, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A diagnosis: what is wrong (or right), why, and how to fix it (docs/findings/<code>.md)."""
+
+    code: str  # stable kebab-case id, e.g. "driver-too-old-for-build"
+    severity: Severity
+    category: Category
+    title: str
+    why: str = ""  # the facts with their values, and the rule that joins them
+    fix: Optional[Fix] = None
+    evidence: Tuple[str, ...] = ()  # snapshot fields, e.g. "driver.driver_version"
+    source: Tuple[str, ...] = ()  # compat_data records, e.g. "cuda_toolkits.json#12.4.0"
+    caused_by: Optional[str] = None  # code of the finding this one follows from
+    confidence: str = "high"  # high | low (only an error message pointed here)
+
+
 # --------------------------------------------------------------------------- report
 
 
 @dataclass(frozen=True)
 class Report:
-    """What renderers draw: the snapshot and the versions that produced it."""
+    """What renderers draw: the snapshot, the findings, and the versions that produced them."""
 
     snapshot: Snapshot
     tool_version: str
     data_version: str
+    findings: Tuple[Finding, ...] = ()
+    checked: bool = False  # the checks ran (a probe-only report has no verdict)

@@ -102,6 +102,8 @@ DESCRIPTIONS: Dict[str, str] = {
     "PythonEnv.platform_tag": "sysconfig.get_platform(), e.g. 'linux-x86_64'.",
     "PythonEnv.site_packages": "The target's site directories, in sys.path order.",
     "PythonEnv.is_current": "The target is the interpreter running cudadoctor itself.",
+    "Snapshot.error_message": "The error text the user saw (from `diagnose --facts` or `explain`), matched "
+    "against the known error signatures. null: none given.",
     # ------------------------------------------------------------------ driver
     "DriverInfo": "The NVIDIA driver (probe: driver). NVML first; nvidia-smi when NVML fails.",
     "DriverInfo.loaded": "The kernel driver is loaded and answering. false: known not loaded; null: cannot tell.",

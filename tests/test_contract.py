@@ -9,10 +9,10 @@ from cudadoctor.api import make_report
 from cudadoctor.model import SCHEMA_VERSION, DriverInfo, Gpu, Snapshot
 from cudadoctor.render.jsonout import ENVELOPE_VERSION, envelope
 
-ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "snapshot"]
+ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "snapshot", "findings"]
 SNAPSHOT_KEYS = [
     "schema_version", "tool_version", "created_at", "host", "python", "driver", "gpus", "gpus_source", "toolkits",
-    "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s",
+    "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s", "error_message",
 ]
 DRIVER_KEYS = [
     "loaded", "driver_version", "cuda_driver_version", "nvml_version", "nvml_error",

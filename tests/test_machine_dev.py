@@ -63,7 +63,8 @@ def test_the_target_is_the_venv(dev_host: RecordedHost) -> None:
 def test_check_renders_the_recorded_machine(machines_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = run(["check", "--machine", os.path.join(machines_dir, NAME)])
     out = capsys.readouterr().out
-    assert code == 0
+    assert code == 1  # no NVIDIA GPU: the stack cannot work here
+    assert out.splitlines()[2] == "✗ 1 problem: this machine has no NVIDIA GPU"
     assert "no NVIDIA driver is loaded" in out
     assert "CUDA 13.0.88 at /usr/local/cuda-13.0" in out
     assert "torch 2.13.0+cpu  CPU-only build" in out

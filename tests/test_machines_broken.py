@@ -35,10 +35,13 @@ def probe(load_machine: Callable[[str], RecordedHost]) -> Callable[[str], Snapsh
     return get
 
 
+HEALTHY = {CONDA}  # the other machines here each have a problem: check exits 1
+
+
 def check_text(machines_dir: str, name: str, capsys: pytest.CaptureFixture[str], *extra: str) -> str:
     code = run(["check", "--machine", os.path.join(machines_dir, name), "--no-color", *extra])
     out, err = capsys.readouterr()
-    assert code == 0, err
+    assert code == (0 if name in HEALTHY else 1), err
     return out
 
 

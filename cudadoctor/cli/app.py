@@ -25,8 +25,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 def _register() -> None:
     from .check import check
     from .data import data
+    from .diagnose import diagnose
 
     cli.add_command(check)
+    cli.add_command(diagnose)
     cli.add_command(data)
 
 

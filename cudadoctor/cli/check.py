@@ -1,48 +1,36 @@
-"""``cudadoctor check``: probe this machine and show its GPU stack."""
+"""``cudadoctor check``: probe this machine, diagnose it, show the verdict, the fixes and the facts."""
 
 from __future__ import annotations
 
 import os
-import sys
-from typing import Optional
+from typing import Optional, Tuple
 
 import click
 
 from ..errors import CudadoctorError, ExitCode
 from ..host import DEFAULT_TIMEOUT_S, Host
+from .output import emit, exit_code, format_options
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the full JSON envelope instead of text.")
-@click.option(
-    "--python",
-    "python",
-    metavar="PATH",
-    help="Inspect the environment of this interpreter (default: the one running cudadoctor).",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1, max=600),
-    default=DEFAULT_TIMEOUT_S,
-    show_default=True,
-    metavar="SECONDS",
-    help="Time limit for each external command (nvidia-smi, nvcc, ...).",
-)
-@click.option("-v", "--verbose", is_flag=True, help="Show every copy, package and variable found.")
-@click.option("--color/--no-color", default=None, help="Colour the text output (default: when a terminal).")
+@click.argument("checks", nargs=-1, metavar="[CHECK|CODE]...")
+@click.option("--list", "list_checks", is_flag=True, help="List the checks and the finding codes each can produce.")
+@click.option("--python", "python", metavar="PATH",
+              help="Inspect the environment of this interpreter (default: the active venv or conda env).")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=DEFAULT_TIMEOUT_S, show_default=True,
+              metavar="SECONDS", help="Time limit for each external command (nvidia-smi, nvcc, ...).")
+@click.option("--no-checks", is_flag=True, help="Only gather and show the facts.")
 @click.option("--machine", type=click.Path(file_okay=False), hidden=True, help="Replay a recorded machine folder.")
-def check(
-    as_json: bool,
-    python: Optional[str],
-    timeout: float,
-    verbose: bool,
-    color: Optional[bool],
-    machine: Optional[str],
-) -> int:
-    """Probe the driver, GPUs, toolkits, libraries and framework builds of this machine."""
-    from ..api import collect, make_report
-    from ..render import RENDERERS
+@format_options
+def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], timeout: float, no_checks: bool,
+          machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
+          fail_on: str) -> int:
+    """Probe the driver, GPUs, toolkits, libraries and framework builds, and say what is wrong."""
+    from ..api import collect, diagnose, make_report
 
+    if list_checks:
+        return _list()
+    _known(checks)
     host = _host(machine)
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
@@ -50,13 +38,31 @@ def check(
     if python is not None and snapshot.python is None:
         reason = snapshot.errors_of("python")
         raise CudadoctorError(
-            f"--python {python} did not answer as a Python interpreter"
-            + (f": {reason[0].detail}" if reason else ""),
+            f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""),
         )
-    report = make_report(snapshot)
-    use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
-    RENDERERS["json" if as_json else "text"](report, sys.stdout, use_color, verbose)
+    findings = None if no_checks else diagnose(snapshot, only=checks or None)
+    emit(make_report(snapshot, findings), fmt, as_json, verbose, color)
+    return exit_code(findings or (), fail_on)
+
+
+def _list() -> int:
+    from ..checks import CHECKS
+
+    for c in CHECKS:
+        click.echo(f"{c.name:<26} {c.summary}")
+        click.echo(f"{'':<26} codes: {', '.join(c.codes)}")
     return ExitCode.OK
+
+
+def _known(names: Tuple[str, ...]) -> None:
+    if not names:
+        return
+    from ..checks import CHECKS, all_codes
+
+    known = set(all_codes()) | {c.name for c in CHECKS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CudadoctorError(f"no check or finding code {unknown[0]!r}", hint="cudadoctor check --list")
 
 
 def _host(machine: Optional[str]) -> Optional[Host]:

@@ -19,4 +19,14 @@ def _json(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
     render_json(report, stream)
 
 
-RENDERERS: Dict[str, Callable[[Report, TextIO, bool, bool], None]] = {"text": _text, "json": _json}
+def _markdown(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
+    from .markdown import render_markdown
+
+    render_markdown(report, stream)
+
+
+RENDERERS: Dict[str, Callable[[Report, TextIO, bool, bool], None]] = {
+    "text": _text,
+    "json": _json,
+    "markdown": _markdown,
+}

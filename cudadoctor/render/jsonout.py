@@ -6,7 +6,7 @@ import json
 from typing import Any, Dict, TextIO
 
 from ..model import Report
-from ..serialize import ENVELOPE_FORMAT, snapshot_to_dict
+from ..serialize import ENVELOPE_FORMAT, snapshot_to_dict, to_jsonable
 
 ENVELOPE_VERSION = 1
 
@@ -18,6 +18,7 @@ def envelope(report: Report) -> Dict[str, Any]:
         "tool_version": report.tool_version,
         "data_version": report.data_version,
         "snapshot": snapshot_to_dict(report.snapshot),
+        "findings": to_jsonable(list(report.findings)) if report.checked else None,
     }
 
 

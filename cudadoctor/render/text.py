@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
+from ..model import DriverInfo, Finding, FrameworkBuild, Gpu, Report, Severity, Snapshot, Toolkit
 from ..nvml import nvml_error_text
-from ..model import DriverInfo, FrameworkBuild, Gpu, Report, Snapshot, Toolkit
+from .findings import MARK, fix_lines, problems, verdict
 
 LABEL_WIDTH = 11
 DIM, BOLD, RED, YELLOW, GREEN = "2", "1", "31", "33", "32"
@@ -25,6 +27,8 @@ def render_text(report: Report, stream: TextIO, color: bool = False, verbose: bo
     style = Style(color)
     snap = report.snapshot
     out: List[str] = [header(report, style), ""]
+    if report.checked:
+        out.extend(findings_block(report.findings, style, verbose))
     for label, lines in sections(snap, verbose):
         if not lines:
             continue
@@ -37,8 +41,63 @@ def render_text(report: Report, stream: TextIO, color: bool = False, verbose: bo
         for err in snap.errors:
             out.append(f"  {err.probe.ljust(width)}  {err.detail} " + style(f"[{err.kind.value}]", DIM))
     out.append("")
+    if report.checked:
+        out.append(summary_line(report.findings))
     out.append(style("Every fact: cudadoctor check --json" + ("" if verbose else " · more detail: -v"), DIM))
     stream.write("\n".join(out) + "\n")
+
+
+COLOR = {Severity.ERROR: RED, Severity.CRASHED: RED, Severity.WARNING: YELLOW, Severity.OK: GREEN, Severity.INFO: DIM}
+WRAP = 100
+
+
+def findings_block(findings: Sequence[Finding], style: Style, verbose: bool) -> List[str]:
+    """The verdict, then every problem with its why and fix, then the notes (info findings)."""
+    severity, line = verdict(findings)
+    out = [style(f"{MARK[severity]} {line}", COLOR[severity], BOLD), ""]
+    for f in problems(findings):
+        out.extend(_finding_lines(f, style))
+        out.append("")
+    infos = [f for f in findings if f.severity is Severity.INFO]
+    for f in infos:
+        out.append(style(f"· {f.title}", DIM) + (f"  [{f.code}]" if verbose else ""))
+        if verbose:
+            out.extend(_wrapped("why", f.why))
+    if infos:
+        out.append("")
+    return out
+
+
+def _finding_lines(f: Finding, style: Style) -> List[str]:
+    tag = f"  [{f.code}]"
+    out = [style(f"{MARK[f.severity]} {f.title}", COLOR[f.severity], BOLD) + style(tag, DIM)]
+    if f.caused_by:
+        out.append(style(f"  follows from [{f.caused_by}]", DIM))
+    if f.confidence == "low":
+        out.append(style("  (from the error message alone: verify below)", DIM))
+    out.extend(_wrapped("why", f.why))
+    fixes = fix_lines(f)
+    if fixes:
+        out.extend(_wrapped("fix", fixes[0]))
+        out.extend("       " + c for c in fixes[1:])
+    return out
+
+
+def _wrapped(label: str, text: str) -> List[str]:
+    if not text:
+        return []
+    lines = textwrap.wrap(text, WRAP - 7, break_long_words=False, break_on_hyphens=False) or [""]
+    return [f"  {label:<4} {lines[0]}"] + [f"       {line}" for line in lines[1:]]
+
+
+def summary_line(findings: Sequence[Finding]) -> str:
+    found = problems(findings)
+    if not found:
+        return "No problems found."
+    errors = sum(1 for f in found if f.severity in (Severity.ERROR, Severity.CRASHED))
+    warnings = len(found) - errors
+    parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((errors, "error"), (warnings, "warning")) if n]
+    return f"{len(found)} problem{'s' if len(found) != 1 else ''} ({', '.join(parts)})."
 
 
 def header(report: Report, style: Style) -> str:

@@ -1,0 +1,57 @@
+"""``cudadoctor diagnose``: replay a saved snapshot or report, or a user's facts, with today's data."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional, Tuple
+
+import click
+
+from ..errors import CudadoctorError
+from .output import emit, exit_code, format_options
+
+
+@click.command()
+@click.argument("file", required=False, metavar="FILE")
+@click.option("--facts", "facts_file", metavar="FILE",
+              help="A flat JSON of facts from a bug report (keys: docs/facts.md) instead of a snapshot.")
+@click.argument("checks", nargs=-1, metavar="[CHECK|CODE]...")
+@format_options
+def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, ...], as_json: bool,
+             fmt: Optional[str], verbose: bool, color: Optional[bool], fail_on: str) -> int:
+    """Diagnose a saved snapshot or report (FILE, '-' for stdin), or --facts FILE."""
+    from ..api import diagnose as run_diagnosis, make_report
+    from ..facts import snapshot_from_facts
+    from ..serialize import SnapshotError, snapshot_from_dict
+
+    if (file is None) == (facts_file is None):
+        raise CudadoctorError("give a snapshot or report FILE, or --facts FILE (one of them)")
+    path = facts_file or file
+    assert path is not None
+    data = _read_json(path)
+    try:
+        snapshot = snapshot_from_facts(data) if facts_file else snapshot_from_dict(data)
+    except SnapshotError as exc:
+        raise CudadoctorError(f"{path}: {exc}") from None
+    from .check import _known
+
+    _known(checks)
+    findings = run_diagnosis(snapshot, only=checks or None)
+    emit(make_report(snapshot, findings), fmt, as_json, verbose, color)
+    return exit_code(findings, fail_on)
+
+
+def _read_json(path: str) -> Any:
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as exc:
+        raise CudadoctorError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CudadoctorError(f"{path}: not a UTF-8 text file") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CudadoctorError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except (RecursionError, ValueError):
+        raise CudadoctorError(f"{path}: not usable JSON") from None

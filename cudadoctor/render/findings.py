@@ -1,0 +1,47 @@
+"""How findings read: the verdict line, and each problem with its why and its fix. Shared by the
+text and markdown renderers, which only lay the same words out differently."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+from ..model import Finding, Severity
+
+MARK = {Severity.ERROR: "✗", Severity.CRASHED: "✗", Severity.WARNING: "!", Severity.INFO: "·", Severity.OK: "✓"}
+PROBLEMS = (Severity.CRASHED, Severity.ERROR, Severity.WARNING)
+
+
+def problems(findings: Sequence[Finding]) -> List[Finding]:
+    return [f for f in findings if f.severity in PROBLEMS]
+
+
+def counts(findings: Sequence[Finding]) -> Dict[Severity, int]:
+    out: Dict[Severity, int] = {}
+    for f in findings:
+        out[f.severity] = out.get(f.severity, 0) + 1
+    return out
+
+
+def verdict(findings: Sequence[Finding]) -> Tuple[Severity, str]:
+    """The one line a user reads first."""
+    found = problems(findings)
+    if not found:
+        return Severity.OK, "No problems found."
+    c = counts(found)
+    parts = []
+    for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.CRASHED, "crashed check")):
+        if c.get(severity):
+            parts.append(f"{c[severity]} {word}{'s' if c[severity] != 1 else ''}")
+    roots = [f for f in found if f.caused_by is None]
+    first = roots[0] if roots else found[0]
+    if len(found) == 1:
+        return found[0].severity, f"1 problem: {first.title}"
+    return found[0].severity, f"{len(found)} problems ({', '.join(parts)}); the root cause: {first.title}"
+
+
+def fix_lines(f: Finding) -> List[str]:
+    if f.fix is None:
+        return []
+    lines = [f.fix.text] if f.fix.text else []
+    lines.extend(c.run for c in f.fix.commands)
+    return lines
