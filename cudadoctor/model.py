@@ -246,6 +246,40 @@ class Compiler:
     path: Optional[str] = None
 
 
+# --------------------------------------------------------------------------- smoke
+
+
+@dataclass(frozen=True)
+class SmokeTest:
+    """One test of a smoke suite, on one GPU (or none)."""
+
+    name: str  # matmul_bf16, autograd_mlp, d2d_bandwidth, ...
+    status: str  # passed | failed | skipped | error
+    gpu: Optional[int] = None
+    duration_s: Optional[float] = None
+    message: Optional[str] = None  # what was compared and the outcome, or why skipped
+    error: Optional[str] = None  # "RuntimeError: CUDA error: no kernel image is available ..."
+    cuda_error: Optional[str] = None  # decoded CUresult/cudaError name, e.g. CUDA_ERROR_NO_DEVICE
+    metrics: Dict[str, float] = field(default_factory=dict)  # bandwidth_gbs, max_rel_error, ...
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    """What one suite, run in its own child process, proved or failed to prove."""
+
+    suite: str  # driver | torch | jax | cupy | tensorflow | julia
+    status: str  # passed | failed | skipped | error | timeout | crashed
+    reason: str = ""  # one line: why skipped, what failed, "killed by SIGSEGV", "timed out after 60 s"
+    tier: Optional[str] = None  # quick | standard | stress
+    tests: Tuple[SmokeTest, ...] = ()
+    duration_s: Optional[float] = None
+    exit_code: Optional[int] = None
+    signal: Optional[str] = None  # SIGSEGV, SIGABRT, ... when the child died of one
+    stderr_tail: str = ""
+    framework: Optional[str] = None  # "torch 2.5.1+cu124"
+    details: Dict[str, str] = field(default_factory=dict)  # e.g. loaded libraries: name -> path
+
+
 # --------------------------------------------------------------------------- snapshot
 
 
@@ -268,6 +302,7 @@ class Snapshot:
     errors: Tuple[ProbeError, ...] = ()
     probe_durations_s: Dict[str, float] = field(default_factory=dict)
     error_message: Optional[str] = None  # the error text a user saw (facts), to match against known signatures
+    smoke: Optional[Tuple[SmokeResult, ...]] = None  # smoke suites' outcomes; None: not run
 
     def framework(self, name: str) -> Optional[FrameworkBuild]:
         """The build of ``name``, or ``None`` when absent or unknown."""

@@ -12,7 +12,7 @@ from cudadoctor.render.jsonout import ENVELOPE_VERSION, envelope
 ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "snapshot", "findings"]
 SNAPSHOT_KEYS = [
     "schema_version", "tool_version", "created_at", "host", "python", "driver", "gpus", "gpus_source", "toolkits",
-    "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s", "error_message",
+    "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s", "error_message", "smoke",
 ]
 DRIVER_KEYS = [
     "loaded", "driver_version", "cuda_driver_version", "nvml_version", "nvml_error",
