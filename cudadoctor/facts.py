@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .model import Compiler, DriverInfo, FrameworkBuild, Gpu, HostInfo, Library, LibraryCopy, Package, PythonEnv, Snapshot, Toolkit
+from .parsers import normalize_name, parse_cupy_distribution
 from .serialize import SnapshotError
 
 FACT_KEYS: Tuple[str, ...] = (
@@ -141,7 +142,7 @@ def _toolkits(facts: Mapping[str, Any]) -> Optional[Tuple[Toolkit, ...]]:
         return ()
     if nvcc is None and home is None:
         return None
-    return (Toolkit(root=home or "(nvcc on PATH)", version=nvcc, version_source="facts", active=True, exists=True,
+    return (Toolkit(root=home or "(nvcc on PATH)", version=nvcc, version_source="facts", active=True,
                     nvcc="nvcc" if nvcc else None, found_via=("CUDA_HOME",) if home else ("PATH",)),)
 
 
@@ -184,14 +185,23 @@ def _frameworks(facts: Mapping[str, Any]) -> Optional[Tuple[FrameworkBuild, ...]
         builds.append(FrameworkBuild(name="jax", version=_str(facts, "jax_version"), variant=variant, cuda=cuda, details=details))
     cupy = _str(facts, "cupy_package")
     if cupy:
-        builds.append(FrameworkBuild(name="cupy", distribution=cupy, version=cupy.split("==")[1] if "==" in cupy else None))
+        name, version = _name_version(cupy)
+        variant, cuda = parse_cupy_distribution(name)
+        builds.append(FrameworkBuild(name="cupy", distribution=cupy, version=version, variant=variant, cuda=cuda))
     ort = _str(facts, "onnxruntime_package")
     if ort:
-        builds.append(FrameworkBuild(name="onnxruntime", distribution=ort,
-                                     variant="cuda" if ort.startswith("onnxruntime-gpu") else "cpu"))
+        name, version = _name_version(ort)
+        builds.append(FrameworkBuild(name="onnxruntime", distribution=ort, version=version,
+                                     variant="cuda" if name == "onnxruntime-gpu" else "cpu"))
     if not builds:
         return None
     return tuple(builds)
+
+
+def _name_version(text: str) -> Tuple[str, Optional[str]]:
+    """'cupy-cuda12x==13.3.0' -> ('cupy-cuda12x', '13.3.0'); a bare name has no version."""
+    name, _, version = text.partition("==")
+    return normalize_name(name.strip()), (version.strip() or None)
 
 
 def _build(facts: Mapping[str, Any], name: str, version: str, cuda_key: str, details: Dict[str, str],
@@ -215,8 +225,6 @@ def _packages(facts: Mapping[str, Any]) -> Optional[Tuple[Package, ...]]:
         return None
     if not isinstance(items, list):
         raise FactsError("pip_packages: expected a list of 'name==version'")
-    from .parsers import normalize_name
-
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, str) or "==" not in item:

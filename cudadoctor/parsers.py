@@ -318,6 +318,24 @@ def parse_julia_version(text: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
+_CUPY = re.compile(r"^cupy-(?:cuda(\d+)(x?)|(rocm)[-\d]*)$")
+
+
+def parse_cupy_distribution(name: str) -> Tuple[Optional[str], Optional[str]]:
+    """(variant, cuda) from a CuPy distribution name: 'cupy-cuda12x' -> ('cuda', '12') serves
+    any 12.x; the older 'cupy-cuda117' -> ('cuda', '11.7') exactly; 'cupy-rocm-5-0' -> ('rocm',
+    None); 'cupy' (a source build) -> (None, None)."""
+    m = _CUPY.match(normalize_name(name))
+    if not m:
+        return None, None
+    if m.group(3):
+        return "rocm", None
+    digits, wildcard = m.group(1), m.group(2)
+    if wildcard or len(digits) < 2:
+        return "cuda", digits
+    return "cuda", f"{digits[:-1]}.{digits[-1]}"
+
+
 def cuda_version_from_int(value: Any) -> Optional[str]:
     """NVML/driver CUDA version integer 12080 -> '12.8'."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

@@ -50,3 +50,9 @@ def test_codes_are_stable_kebab_case_and_unique_per_check() -> None:
             assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code), code
     owners = [code for check in CHECKS for code in check.codes]
     assert len(owners) == len(set(owners)), "a code belongs to one check"
+
+
+def test_every_category_is_documented() -> None:
+    text = (DOCS.parent / "categories.md").read_text(encoding="utf-8")
+    for category in Category:
+        assert f"| `{category.value}` |" in text, category.value

@@ -713,3 +713,10 @@ def test_smi_header_cuda_version_in_both_layouts() -> None:
     assert p.parse_smi_cuda_version(classic) == "13.0"
     assert p.parse_smi_cuda_version(r610) == "13.3"
     assert p.parse_smi_cuda_version("no header") is None
+
+
+def test_cupy_distribution_names() -> None:
+    assert p.parse_cupy_distribution("cupy-cuda12x") == ("cuda", "12")
+    assert p.parse_cupy_distribution("cupy_cuda117") == ("cuda", "11.7")
+    assert p.parse_cupy_distribution("cupy-rocm-5-0") == ("rocm", None)
+    assert p.parse_cupy_distribution("cupy") == (None, None)

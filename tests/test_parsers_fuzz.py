@@ -246,8 +246,15 @@ FUZZED = {
     "parse_python_assignments", "parse_tf_build_info", "parse_dist_info_dirname", "normalize_name",
     "parse_metadata_headers", "parse_conda_meta", "parse_julia_manifest", "parse_julia_version",
     "cuda_version_from_int", "detect_container_from_cgroup", "parse_secure_boot_efivar",
-    "parse_smi_cuda_version",
+    "parse_smi_cuda_version", "parse_cupy_distribution",
 }
+
+
+@FUZZ
+@given(st.one_of(st.from_regex(r"cupy(-cuda\d{0,4}x?|-rocm(-\d){0,3})?", fullmatch=True), st.text(max_size=40)))
+def test_fuzz_parse_cupy_distribution(name: str) -> None:
+    variant, cuda = p.parse_cupy_distribution(name)
+    assert variant in (None, "cuda", "rocm") and (cuda is None or isinstance(cuda, str))
 
 
 smi_header_text = st.builds(

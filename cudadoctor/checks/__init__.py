@@ -68,7 +68,8 @@ def _mark_consequences(findings: List[Finding]) -> List[Finding]:
             by_category[f.category] = f.code
     out = []
     for f in findings:
-        causes = CONSEQUENCES.get(f.code, ())
+        # the finding's own category first: a signature match follows from the real finding it echoes
+        causes = sorted(CONSEQUENCES.get(f.code, ()), key=lambda c: c != f.category)
         cause = next((by_category[c] for c in causes if c in by_category and by_category[c] != f.code), None)
         out.append(replace(f, caused_by=cause) if cause and f.caused_by is None else f)
     return out

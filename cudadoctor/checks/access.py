@@ -3,9 +3,9 @@ driver, NVML, containers, WSL2 and the *_VISIBLE_DEVICES variables."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, List, Tuple
 
-from ..model import Category, Finding, Severity, Snapshot
+from ..model import Category, Finding, LibraryCopy, Severity, Snapshot
 from .base import Check, driver_version, finding, gpus, ref
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -51,7 +51,8 @@ def check_gpu_present(snap: Snapshot, matrix: Any) -> List[Finding]:
         "this machine has no NVIDIA GPU",
         why=f"{bus} lists no NVIDIA display or 3D controller (vendor 0x10de, class 0x03), and no NVIDIA "
             "driver answers. CUDA programs cannot run here; CPU builds of the frameworks can."
-            if snap.gpus_source == "pci" else "No NVIDIA GPU was reported, and no NVIDIA driver answers.",
+            if snap.gpus_source == "pci" else "The facts report no NVIDIA GPU (gpu_count: 0)."
+            + (" No NVIDIA driver answers." if snap.driver and snap.driver.loaded is False else ""),
         fix="Run GPU work on a machine with an NVIDIA GPU, or install the CPU builds of your frameworks.",
         evidence=["gpus", "gpus_source", "driver.loaded"],
     )]
@@ -68,8 +69,9 @@ def check_driver_loaded(snap: Snapshot, matrix: Any) -> List[Finding]:
     return [finding(
         "gpu-without-driver", E, Category.NO_DRIVER,
         f"{names} has no NVIDIA driver loaded",
-        why=f"The GPU is on the PCI bus, but /proc/driver/nvidia/version is absent and NVML says "
-            f"{snap.driver.nvml_error if snap.driver else 'nothing'}: the NVIDIA kernel module is not loaded."
+        why="The GPU is on the PCI bus, but /proc/driver/nvidia/version is absent"
+            + (f" and NVML says {snap.driver.nvml_error}" if snap.driver and snap.driver.nvml_error else "")
+            + ": the NVIDIA kernel module is not loaded."
             + (f" {windows}" if windows else ""),
         fix="Install the NVIDIA driver from your distribution (it builds and signs the kernel module), then reboot.",
         commands=["sudo ubuntu-drivers install    # Ubuntu", "sudo apt install nvidia-driver    # Debian (non-free)",
@@ -86,10 +88,16 @@ def _driver_window(snap: Snapshot, matrix: Any) -> str:
         arch = matrix.gpus.architecture_of(model.compute_capability) if model else None
         if arch is None:
             continue
-        first = arch.first_driver_branch or "any listed branch"
-        last = f" up to {arch.last_driver_branch}" if arch.last_driver_branch else " and newer"
-        parts.append(f"{model.name} ({arch.name}, compute capability {model.compute_capability}) needs driver branch "
-                     f"{first}{last}.")
+        first, last = arch.first_driver_branch, arch.last_driver_branch
+        if first and last:
+            window = f"needs a driver of branch {first} to {last}"
+        elif first:
+            window = f"needs a driver of branch {first} or newer"
+        elif last:
+            window = f"is supported by driver branches up to {last}"
+        else:
+            continue
+        parts.append(f"{model.name} ({arch.name}, compute capability {model.compute_capability}) {window}.")
     return " ".join(dict.fromkeys(parts))
 
 
@@ -97,13 +105,14 @@ def check_nouveau(snap: Snapshot, matrix: Any) -> List[Finding]:
     d = snap.driver
     if not d or not d.nouveau_loaded:
         return []
-    severity = E if d.kernel_module_version is None else W
+    nvidia_loaded = d.kernel_module_version is not None or d.loaded is True
     return [finding(
-        "nouveau-loaded", severity, Category.KERNEL_MODULE_BLOCKED,
+        "nouveau-loaded", W if nvidia_loaded else E, Category.KERNEL_MODULE_BLOCKED,
         "the open-source nouveau driver holds the GPU",
         why="The nouveau kernel module is loaded"
-            + ("; the NVIDIA module is not, and cannot load while nouveau owns the GPU."
-               if d.kernel_module_version is None else ", next to the NVIDIA module."),
+            + (", next to the NVIDIA module." if nvidia_loaded else
+               "; the NVIDIA module is not, and cannot load while nouveau owns the GPU." if d.loaded is False else
+               "; the NVIDIA module cannot load while nouveau owns the GPU."),
         fix="Blacklist nouveau, rebuild the initramfs and reboot; then install or load the NVIDIA driver.",
         commands=[
             "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
@@ -136,7 +145,8 @@ def check_mismatch(snap: Snapshot, matrix: Any) -> List[Finding]:
     d = snap.driver
     if not d:
         return []
-    differ = bool(d.kernel_module_version and d.driver_version and d.kernel_module_version != d.driver_version)
+    differ = bool(d.kernel_module_version and d.driver_version
+                  and any(a != b for a, b in zip(d.kernel_module_version.split("."), d.driver_version.split("."))))
     if d.nvml_error != LIB_RM_MISMATCH and not differ:
         return []
     versions = f"kernel module {d.kernel_module_version}" if d.kernel_module_version else "the loaded kernel module"
@@ -202,7 +212,9 @@ def check_container(snap: Snapshot, matrix: Any) -> List[Finding]:
         "kubernetes": ["resources: {limits: {nvidia.com/gpu: 1}}    # in the pod spec; needs the NVIDIA device plugin"],
         "apptainer": ["apptainer exec --nv IMAGE ..."],
     }.get(runtime, ["start the container with the NVIDIA container runtime and GPU access"])
-    on_host = " The host has an NVIDIA driver: its kernel module is visible." if d.kernel_module_version else ""
+    on_host = " The host has an NVIDIA driver: its kernel module is visible." if d.kernel_module_version else (
+        " /proc/driver/nvidia is absent too: unless this runtime hides it, the host has no NVIDIA kernel module "
+        "loaded, and needs its driver first." if d.loaded is False else "")
     return [finding(
         "container-without-gpu", E, Category.CONTAINER_NO_GPU,
         f"this {runtime} container was started without GPU access",
@@ -214,14 +226,19 @@ def check_container(snap: Snapshot, matrix: Any) -> List[Finding]:
     )]
 
 
+def _from_wsl(copy: LibraryCopy) -> bool:
+    """The Windows driver's library: under /usr/lib/wsl, or a link that resolves there."""
+    return any(p and p.startswith("/usr/lib/wsl/") for p in (copy.path, copy.realpath))
+
+
 def check_wsl(snap: Snapshot, matrix: Any) -> List[Finding]:
     if not _wsl(snap):
         return []
     out: List[Finding] = []
     libcuda = snap.library("libcuda")
     copies = libcuda.copies if libcuda else ()
-    wsl_copies = [c for c in copies if c.path.startswith("/usr/lib/wsl/")]
-    foreign = [c for c in copies if not c.path.startswith("/usr/lib/wsl/") and c.found_via in ("LD_LIBRARY_PATH", "ldconfig", "default")]
+    wsl_copies = [c for c in copies if _from_wsl(c)]
+    foreign = [c for c in copies if not _from_wsl(c) and c.found_via in ("LD_LIBRARY_PATH", "ldconfig", "default")]
     if snap.libraries is not None and not wsl_copies:
         out.append(finding(
             "wsl-no-windows-driver", E, Category.NO_DRIVER,
@@ -242,6 +259,14 @@ def check_wsl(snap: Snapshot, matrix: Any) -> List[Finding]:
             evidence=["host.wsl", "libraries"],
         ))
     return out
+
+
+def _gpus_visible(snap: Snapshot) -> bool:
+    """The process plainly reaches GPUs: a GPU's device node (/dev/nvidiaN, not only the control
+    nodes that NVIDIA_VISIBLE_DEVICES=none mounts), or the driver lists GPUs."""
+    nodes = snap.driver.device_nodes if snap.driver and snap.driver.device_nodes else ()
+    return any(n[len("/dev/nvidia"):].isdigit() for n in nodes if n.startswith("/dev/nvidia")) \
+        or bool(snap.gpus and snap.gpus_source in ("nvml", "nvidia-smi"))
 
 
 _HIDE_ALL = {"", "-1", "none", "void", "nodevfiles"}
@@ -280,7 +305,8 @@ def check_visible_devices(snap: Snapshot, matrix: Any) -> List[Finding]:
                     evidence=["env.CUDA_VISIBLE_DEVICES", "gpus"],
                 ))
     nvidia = env.get("NVIDIA_VISIBLE_DEVICES")
-    if nvidia is not None and nvidia.strip().lower() in ("void", "none", "") and _in_container(snap):
+    if nvidia is not None and nvidia.strip().lower() in ("void", "none", "") and _in_container(snap) \
+            and not _gpus_visible(snap):
         out.append(finding(
             "nvidia-visible-devices-none", E, Category.VISIBLE_DEVICES_HIDDEN,
             f"NVIDIA_VISIBLE_DEVICES={nvidia!r}: the container runtime passes no GPU in",
@@ -298,34 +324,39 @@ def check_driver_for_gpu(snap: Snapshot, matrix: Any) -> List[Finding]:
     driver = driver_version(snap)
     if not driver:
         return []
-    out: List[Finding] = []
+    # one finding per GPU model, not one per GPU: eight old cards are one problem
+    groups: Dict[Tuple[str, str], Tuple[Any, str, List[int]]] = {}
     for g in gpus(snap):
         model = matrix.gpus.identify(name=g.name, pci_device_id=g.pci_device_id)
         cc = g.compute_capability or (model.compute_capability if model else None)
         if not cc:
             continue
         support = matrix.gpus.driver_support(cc, driver)
-        name = g.name or (model.name if model else f"GPU {g.index}")
+        if support.kind in ("driver_too_old_for_gpu", "driver_dropped_gpu"):
+            name = g.name or (model.name if model else f"GPU {g.index}")
+            groups.setdefault((support.kind, name), (support, cc, []))[2].append(g.index)
+    out: List[Finding] = []
+    for (kind, name), (support, cc, indexes) in groups.items():
         arch = support.architecture.name if support.architecture else "?"
-        if support.kind == "driver_too_old_for_gpu":
+        which = f"{len(indexes)} × {name}" if len(indexes) > 1 else name
+        evidence = ["driver.driver_version"] + [f"gpus[{i}].compute_capability" for i in indexes]
+        if kind == "driver_too_old_for_gpu":
             out.append(finding(
                 "driver-too-old-for-gpu", E, Category.DRIVER_TOO_OLD,
-                f"driver {driver} is too old for {name}",
+                f"driver {driver} is too old for {which}",
                 why=f"{name} is {arch} (compute capability {cc}); the first driver branch that supports "
                     f"{arch} is {support.first_branch}, and {driver} is {support.driver_branch}.",
                 fix=f"Install a driver of branch {support.first_branch} or newer.",
-                evidence=["driver.driver_version", f"gpus[{g.index}].compute_capability"],
-                source=[ref("architectures.json", arch)],
+                evidence=evidence, source=[ref("architectures.json", arch)],
             ))
-        elif support.kind == "driver_dropped_gpu":
+        else:
             out.append(finding(
                 "driver-dropped-gpu", E, Category.ARCH_UNSUPPORTED,
-                f"driver {driver} no longer supports {name}",
+                f"driver {driver} no longer supports {which}",
                 why=f"{name} is {arch} (compute capability {cc}); NVIDIA's last driver branch for {arch} is "
                     f"{support.last_branch}, and {driver} is {support.driver_branch}.",
                 fix=f"Install a driver of branch {support.last_branch} (the legacy branch for this GPU).",
-                evidence=["driver.driver_version", f"gpus[{g.index}].compute_capability"],
-                source=[ref("architectures.json", arch)],
+                evidence=evidence, source=[ref("architectures.json", arch)],
             ))
     return out
 

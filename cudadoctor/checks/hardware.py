@@ -324,7 +324,7 @@ def check_throttling(snap: Snapshot, matrix: Any) -> List[Finding]:
         return g.power_limit_w if g.power_limit_w is not None else "unknown"
 
     for limit, group in _grouped(gpus(snap), power_capped):
-        watts = f" ({limit:g} W)" if isinstance(limit, float) else ""
+        watts = f" ({limit:g} W)" if isinstance(limit, (int, float)) else ""
         out.append(finding(
             "gpu-power-capped", I, HW,
             f"{_label(group, matrix)}: running at the power limit{watts}",

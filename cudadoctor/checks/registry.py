@@ -11,9 +11,9 @@ from .base import Check
 
 def _table() -> Tuple[Check, ...]:
     checks: List[Check] = []
-    from . import access, builds, hardware, libraries, signature, toolchain
+    from . import access, builds, hardware, libraries, signature, smoke, toolchain
 
-    for module in (access, builds, libraries, toolchain, hardware, signature):
+    for module in (access, builds, libraries, toolchain, hardware, smoke, signature):
         checks.extend(module.CHECKS)
     return tuple(checks)
 

@@ -11,7 +11,7 @@ which of the possible causes holds here, which the facts rule out, and which can
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..model import Category, Finding, Severity, Snapshot
 from .base import Check, finding, ref
@@ -45,6 +45,7 @@ LABELS: Dict[Category, str] = {
 }
 
 SNIPPET = 100  # characters of the message quoted in a title
+SHORT = 32  # a match shorter than this is quoted with the rest of its line
 
 
 def label(category: Category) -> str:
@@ -52,11 +53,13 @@ def label(category: Category) -> str:
 
 
 def snippet(match: Any) -> str:
-    """The part of the message a title quotes: what the pattern matched, or its line when the
-    match alone is too short to recognise ('Error 804')."""
+    """The part of the message a title quotes: what the pattern matched, or, when that alone is
+    too short to recognise ('Error 804'), its line from the match on (or up to it, at its end)."""
     text = " ".join(str(match.text).split())
-    if len(text) < 24:
-        text = " ".join(str(match.line).split())
+    if len(text) < SHORT:
+        line = " ".join(str(match.line).split())
+        at = max(line.find(text), 0)
+        text = line[at:] if len(line) - at >= SHORT else line[max(0, at + len(text) - SNIPPET):]
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
 
 
@@ -76,7 +79,7 @@ def check_error_message(snap: Snapshot, matrix: Any) -> List[Finding]:
         out.append(finding(
             "error-message-match", Severity.WARNING, sig.category,
             f'the error "{snippet(m)}" points to {label(sig.category)}',
-            why=f"{sig.explanation}{also} (Line {m.line_number} of the message: {' '.join(m.line.split())[:300]})",
+            why=f"{sig.explanation}{also} (Matched on line {m.line_number} of the message.)",
             fix="; ".join(f"check: {v}" for v in sig.verify),
             evidence=["error_message"],
             source=[ref("errors.json", sig.id)],
@@ -97,7 +100,7 @@ def check_error_message_unmatched(snap: Snapshot, matrix: Any) -> List[Finding]:
         "error-message-unmatched", Severity.INFO, Category.OTHER,
         "the error message matches none of the known error signatures",
         why=f"None of the {len(matrix.signatures.signatures)} error signatures of the compatibility data is in "
-            f"the message (it begins: {quoted}). The findings above come from the machine's facts alone.",
+            f"the message (it begins: {quoted}). The other findings come from the machine's facts alone.",
         fix="Give the complete output, from the first error line on: the line naming the CUDA error is "
             "often not the last one.",
         evidence=["error_message"],
@@ -116,15 +119,23 @@ CODES = frozenset(code for check in CHECKS for code in check.codes)
 
 # ---------------------------------------------------------------------------- explain: which cause holds
 
+def _driver_probed(s: Snapshot) -> bool:
+    """The driver's state is known: probed, or facts that say more than a version."""
+    d = s.driver
+    return d is not None and (d.source in ("nvml", "nvidia-smi", "proc") or d.nvml_error is not None
+                              or d.kernel_module_version is not None or d.loaded is False)
+
+
 _Fact = Tuple[str, Callable[[Snapshot], bool]]
 FACTS: Dict[str, _Fact] = {
     "gpus": ("the GPUs", lambda s: s.gpus is not None),
     "gpu_models": ("the GPU models", lambda s: any(g.compute_capability or g.name or g.pci_device_id for g in s.gpus or ())),
     "gpu_health": ("the GPUs' health counters (NVML)",
                    lambda s: any(g.source in ("nvml", "nvidia-smi") for g in s.gpus or ())),
-    "driver": ("the driver", lambda s: s.driver is not None),
+    "driver": ("the driver's state (NVML, kernel module)", lambda s: _driver_probed(s)),
     "driver_version": ("the driver version", lambda s: bool(s.driver and s.driver.driver_version)),
-    "host": ("the host (container, WSL2)", lambda s: s.host is not None),
+    "container": ("whether this is a container", lambda s: bool(s.host and s.host.container is not None)),
+    "platform": ("the OS", lambda s: bool(s.host and s.host.os)),
     "env": ("the environment variables", lambda s: s.env is not None),
     "python": ("the Python version", lambda s: bool(s.python and s.python.version)),
     "frameworks": ("the framework builds", lambda s: s.frameworks is not None),
@@ -134,30 +145,34 @@ FACTS: Dict[str, _Fact] = {
     "compilers": ("the host compilers", lambda s: s.compilers is not None),
 }
 
-# The facts the checks of each category judge; when all are known and no check found a problem of
-# that category, the category is ruled out on this machine. Absent: no check can tell from facts.
-NEEDS: Dict[Category, Tuple[str, ...]] = {
-    C.NO_GPU: ("gpus",),
-    C.NO_DRIVER: ("driver", "gpus"),
-    C.KERNEL_MODULE_BLOCKED: ("driver",),
-    C.DRIVER_LIBRARY_MISMATCH: ("driver",),
-    C.NVML_UNAVAILABLE: ("driver",),
-    C.CONTAINER_NO_GPU: ("host", "driver"),
-    C.VISIBLE_DEVICES_HIDDEN: ("env", "gpus"),
-    C.DRIVER_TOO_OLD: ("driver_version", "frameworks"),
-    C.CPU_ONLY_BUILD: ("frameworks",),
-    C.ARCH_UNSUPPORTED: ("gpu_models", "frameworks"),
-    C.PYTHON_UNSUPPORTED: ("python", "frameworks"),
-    C.PLATFORM_UNSUPPORTED: ("host", "frameworks"),
-    C.COMPANION_VERSION_MISMATCH: ("frameworks", "packages"),
-    C.WRONG_PACKAGE_VARIANT: ("frameworks", "packages"),
-    C.MISSING_LIBRARY: ("libraries", "frameworks"),
-    C.LIBRARY_VERSION_CONFLICT: ("libraries", "env"),
-    C.CUDNN_MISMATCH: ("libraries", "frameworks"),
-    C.NVCC_FRAMEWORK_MISMATCH: ("toolkits", "frameworks"),
-    C.HOST_COMPILER_UNSUPPORTED: ("compilers", "toolkits"),
-    C.HARDWARE_FAULT: ("gpu_health",),
+# Which checks judge each category (their layer in the registry) and the facts they read. When
+# such a check ran, the facts were known and it found nothing, the category is ruled out on this
+# machine. A category absent here (smoke_failed, other) cannot be told from the facts.
+NEEDS: Dict[Category, Tuple[int, Tuple[str, ...]]] = {
+    C.NO_GPU: (0, ("gpus",)),
+    C.NO_DRIVER: (1, ("driver", "gpus")),
+    C.KERNEL_MODULE_BLOCKED: (1, ("driver",)),
+    C.DRIVER_LIBRARY_MISMATCH: (1, ("driver",)),
+    C.NVML_UNAVAILABLE: (1, ("driver",)),
+    C.CONTAINER_NO_GPU: (2, ("container", "driver")),
+    C.VISIBLE_DEVICES_HIDDEN: (2, ("env", "gpus")),
+    C.DRIVER_TOO_OLD: (3, ("driver_version", "frameworks")),
+    C.CPU_ONLY_BUILD: (3, ("frameworks",)),
+    C.ARCH_UNSUPPORTED: (3, ("gpu_models", "frameworks")),
+    C.PYTHON_UNSUPPORTED: (3, ("python", "frameworks")),
+    C.PLATFORM_UNSUPPORTED: (3, ("platform", "frameworks")),
+    C.COMPANION_VERSION_MISMATCH: (3, ("frameworks", "packages")),
+    C.WRONG_PACKAGE_VARIANT: (3, ("frameworks", "packages")),
+    C.MISSING_LIBRARY: (4, ("libraries", "frameworks")),
+    C.LIBRARY_VERSION_CONFLICT: (4, ("libraries", "env")),
+    C.CUDNN_MISMATCH: (4, ("libraries", "frameworks")),
+    C.NVCC_FRAMEWORK_MISMATCH: (5, ("toolkits", "frameworks")),
+    C.HOST_COMPILER_UNSUPPORTED: (5, ("compilers", "toolkits")),
+    C.HARDWARE_FAULT: (6, ("gpu_health",)),
 }
+
+# Faults the facts can show but not rule out: a GPU that fell off the bus is back after a reboot.
+INTERMITTENT = frozenset({C.HARDWARE_FAULT})
 
 HOLDS, RULED_OUT, CANNOT_TELL, NOT_CHECKED = "holds", "ruled_out", "cannot_tell", "not_checked"
 
@@ -179,29 +194,38 @@ def _names(keys: Sequence[str]) -> str:
 
 
 def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]],
-           snapshot: Optional[Snapshot]) -> List[Cause]:
+           snapshot: Optional[Snapshot], checks: Optional[Sequence[Check]] = None) -> List[Cause]:
     """The verdict on each category, most likely first. ``findings`` None: the machine was not
-    checked. Only warnings and errors of the other checks count as showing a cause."""
-    out: List[Cause] = []
-    for category in categories:
-        if findings is None or snapshot is None:
-            out.append(Cause(category, label(category), NOT_CHECKED, "not checked against a machine"))
-            continue
-        shown = [f for f in findings if f.category is category and f.code not in CODES
-                 and f.severity in (Severity.ERROR, Severity.WARNING)]
-        if shown:
-            more = f" (+{len(shown) - 1} more)" if len(shown) > 1 else ""
-            out.append(Cause(category, label(category), HOLDS, f"{shown[0].title} [{shown[0].code}]{more}",
-                             tuple(f.code for f in shown)))
-            continue
-        needs = NEEDS.get(category)
-        if needs is None:
-            out.append(Cause(category, label(category), CANNOT_TELL, "no check can see this in the machine's facts"))
-            continue
-        unknown = [k for k in needs if not FACTS[k][1](snapshot)]
-        if unknown:
-            out.append(Cause(category, label(category), CANNOT_TELL, f"{_names(unknown)}: unknown"))
-        else:
-            out.append(Cause(category, label(category), RULED_OUT,
-                             f"the checks read {_names(list(needs))} and found no such problem"))
-    return out
+    checked. Only warnings and errors of the other checks show a cause. ``checks``: those that
+    ran (default: every registered check)."""
+    if checks is None:
+        from .registry import CHECKS
+
+        checks = CHECKS
+    layers = {c.layer for c in checks if c.codes and not CODES & set(c.codes)}
+    return [_cause(c, findings, snapshot, layers) for c in categories]
+
+
+def _cause(category: Category, findings: Optional[Sequence[Finding]], snapshot: Optional[Snapshot],
+           layers: Set[int]) -> Cause:
+    name = label(category)
+    if findings is None or snapshot is None:
+        return Cause(category, name, NOT_CHECKED, "not checked against a machine")
+    shown = [f for f in findings if f.category is category and f.code not in CODES
+             and f.severity in (Severity.ERROR, Severity.WARNING)]
+    if shown:
+        more = f" (+{len(shown) - 1} more)" if len(shown) > 1 else ""
+        return Cause(category, name, HOLDS, f"{shown[0].title} [{shown[0].code}]{more}", tuple(f.code for f in shown))
+    need = NEEDS.get(category)
+    if need is None:
+        return Cause(category, name, CANNOT_TELL, "no check can see this in the machine's facts")
+    layer, facts = need
+    if layer not in layers:
+        return Cause(category, name, CANNOT_TELL, "this version of cudadoctor has no check for it")
+    unknown = [k for k in facts if not FACTS[k][1](snapshot)]
+    if unknown:
+        return Cause(category, name, CANNOT_TELL, f"{_names(unknown)}: unknown")
+    if category in INTERMITTENT:
+        return Cause(category, name, CANNOT_TELL, f"the checks read {_names(facts)} and found no problem now, "
+                                                  "which does not rule out a fault that comes and goes")
+    return Cause(category, name, RULED_OUT, f"the checks read {_names(facts)} and found no such problem")

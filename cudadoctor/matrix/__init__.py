@@ -39,8 +39,9 @@ def _module(name: str) -> Any:
 class Matrix:
     """Compatibility data from one directory."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, check_schemas: bool = True) -> None:
         self.directory = directory
+        self.check_schemas = check_schemas
         self.manifest: Manifest = read_manifest(directory)
         self._docs: Dict[str, Mapping[str, Any]] = {}
         self._built: Dict[str, Any] = {}
@@ -56,7 +57,7 @@ class Matrix:
             if name not in self._docs:
                 if name not in self.manifest.files:
                     raise DataError("manifest.json", [f"{name} is not listed in files"])
-                self._docs[name] = read_table(self.directory, name)
+                self._docs[name] = read_table(self.directory, name, self.check_schemas)
             return self._docs[name]
 
     def concern(self, name: str) -> Any:
@@ -99,7 +100,9 @@ class Matrix:
 
     def validate(self) -> List[str]:
         """Every problem in the data: unlisted or unreadable files, schema violations, broken
-        invariants. [] when the data is sound."""
+        invariants. [] when the data is sound. Always checks the schemas."""
+        if not self.check_schemas:
+            return Matrix(self.directory, check_schemas=True).validate()
         problems: List[str] = []
         listed = set(self.manifest.files)
         modules = {name: _module(name) for name in CONCERNS}
@@ -137,8 +140,13 @@ class Matrix:
 
 @lru_cache(maxsize=None)
 def default_matrix() -> Matrix:
-    """The data shipped with cudadoctor (inside the wheel, or beside a source checkout)."""
+    """The data shipped with cudadoctor (inside the wheel, or beside a source checkout).
+
+    Its schemas are not re-checked on every run: the shipped files are checked by the test
+    suite before a release (tests/test_matrix.py) and by `cudadoctor data validate`, and checking
+    all tables would cost a diagnosis more time than everything else it does. A broken file
+    still fails with a DataError when its rows are built."""
     directory = shipped_data_dir()
     if directory is None:
         raise DataError("compat_data", ["not found beside or inside the cudadoctor package"])
-    return Matrix(directory)
+    return Matrix(directory, check_schemas=False)

@@ -12,6 +12,7 @@ from ..model import ErrorKind, FrameworkBuild, ProbeError
 from ..parsers import (
     parse_julia_manifest,
     parse_julia_version,
+    parse_cupy_distribution,
     parse_metadata_headers,
     parse_python_assignments,
     parse_tf_build_info,
@@ -252,9 +253,6 @@ def _jax(ctx: Context) -> Optional[FrameworkBuild]:
     )
 
 
-_CUPY = re.compile(r"^cupy-cuda(\d+)(x?)$")
-
-
 def _cupy(ctx: Context) -> Optional[FrameworkBuild]:
     dists = [d for d in ctx.distributions() if d.name == "cupy" or d.name.startswith("cupy-")]
     if not dists:
@@ -263,15 +261,7 @@ def _cupy(ctx: Context) -> Optional[FrameworkBuild]:
     details = {}
     if len(dists) > 1:
         details["also_installed"] = ", ".join(f"{d.name}=={d.version}" for d in dists[1:])
-    m = _CUPY.match(dist.name)
-    cuda = variant = None
-    if m:
-        digits, wildcard = m.group(1), m.group(2)
-        # cupy-cuda12x serves CUDA 12.x; cupy-cuda117 (pre-v12 naming) serves exactly 11.7
-        cuda = digits if wildcard else f"{digits[:-1]}.{digits[-1]}"
-        variant = "cuda"
-    elif dist.name.startswith("cupy-rocm"):
-        variant = "rocm"
+    variant, cuda = parse_cupy_distribution(dist.name)
     return FrameworkBuild(
         name="cupy", version=dist.version, variant=variant, cuda=cuda,
         distribution=f"{dist.name}=={dist.version}", location=dist.site, details=details,
