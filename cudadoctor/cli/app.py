@@ -26,9 +26,13 @@ def _register() -> None:
     from .check import check
     from .data import data
     from .diagnose import diagnose
+    from .explain import explain
+    from .smoke import smoke
 
     cli.add_command(check)
     cli.add_command(diagnose)
+    cli.add_command(explain)
+    cli.add_command(smoke)
     cli.add_command(data)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Optional, Tuple
 
@@ -9,6 +10,7 @@ import click
 
 from ..errors import CudadoctorError, ExitCode
 from ..host import DEFAULT_TIMEOUT_S, Host
+from ..model import Snapshot
 from .output import emit, exit_code, format_options
 
 
@@ -20,13 +22,14 @@ from .output import emit, exit_code, format_options
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=DEFAULT_TIMEOUT_S, show_default=True,
               metavar="SECONDS", help="Time limit for each external command (nvidia-smi, nvcc, ...).")
 @click.option("--no-checks", is_flag=True, help="Only gather and show the facts.")
+@click.option("--no-smoke", is_flag=True, help="Skip the quick smoke tests (they run when a GPU is present).")
 @click.option("--machine", type=click.Path(file_okay=False), hidden=True, help="Replay a recorded machine folder.")
 @format_options
 def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], timeout: float, no_checks: bool,
-          machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
+          no_smoke: bool, machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
           fail_on: str) -> int:
     """Probe the driver, GPUs, toolkits, libraries and framework builds, and say what is wrong."""
-    from ..api import collect, diagnose, make_report
+    from ..api import collect, diagnose, make_report, prepare_diagnosis
 
     if list_checks:
         return _list()
@@ -34,15 +37,36 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
     host = _host(machine)
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
+    warming = None if no_checks else prepare_diagnosis()
     snapshot = collect(python=python, timeout=timeout, host=host)
+    if warming is not None:
+        warming.join()
     if python is not None and snapshot.python is None:
         reason = snapshot.errors_of("python")
         raise CudadoctorError(
             f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""),
         )
+    if not (no_smoke or no_checks or checks or machine) and _has_gpu(snapshot):
+        snapshot = _with_quick_smoke(snapshot, python)
     findings = None if no_checks else diagnose(snapshot, only=checks or None)
     emit(make_report(snapshot, findings), fmt, as_json, verbose, color)
     return exit_code(findings or (), fail_on)
+
+
+def _has_gpu(snapshot: Snapshot) -> bool:
+    """Smoke tests need a GPU a driver answers for; without one they would only say so again."""
+    return bool(snapshot.gpus) and snapshot.gpus_source in ("nvml", "nvidia-smi")
+
+
+def _with_quick_smoke(snapshot: Snapshot, python: Optional[str]) -> Snapshot:
+    """The quick tier of the driver suite and of every installed framework's suite, each in its own
+    child process of the target interpreter (docs/smoke.md)."""
+    from ..smoke.runner import run_suites
+    from .smoke import default_suites
+
+    results = run_suites(default_suites(snapshot), python=snapshot.python.executable if snapshot.python else python,
+                         tier="quick", snapshot=snapshot)
+    return dataclasses.replace(snapshot, smoke=results)
 
 
 def _list() -> int:

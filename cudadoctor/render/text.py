@@ -116,6 +116,7 @@ def sections(snap: Snapshot, verbose: bool) -> Sequence[Tuple[str, List[str]]]:
         ("Toolkits", _toolkits),
         ("Libraries", _libraries),
         ("Frameworks", _frameworks),
+        ("Smoke", _smoke),
         ("Packages", _packages),
         ("Python", _python),
         ("Host", _host),
@@ -262,6 +263,35 @@ def framework_line(b: FrameworkBuild) -> str:
     return head
 
 
+SMOKE_MARK = {"passed": "✓", "skipped": "·"}  # every other status (failed, error, timeout, crashed): ✗
+
+
+def _smoke(snap: Snapshot, verbose: bool) -> List[str]:
+    """One line per suite (with -v: one per test, and the stderr tail of a suite that did not pass)."""
+    lines: List[str] = []
+    for r in snap.smoke or ():
+        mark = SMOKE_MARK.get(r.status, "✗")
+        if r.status == "passed":
+            took = f", {r.duration_s:.1f} s" if r.duration_s is not None else ""
+            lines.append(f"{mark} {r.suite}: {len(r.tests)} test{'s' if len(r.tests) != 1 else ''}{took}")
+        elif r.status == "skipped":
+            lines.append(f"{mark} {r.suite}: skipped ({r.reason or 'no reason given'})")
+        else:
+            lines.append(f"{mark} {r.suite}: {r.reason or r.status}")
+        if verbose:
+            for t in r.tests:
+                where = f" GPU {t.gpu}" if t.gpu is not None else ""
+                took = f" {t.duration_s:.3f} s" if t.duration_s is not None else ""
+                said = t.message or t.error or ""
+                figures = " ".join(f"{k}={v:g}" for k, v in t.metrics.items())
+                lines.append(f"  {SMOKE_MARK.get(t.status, '✗')} {t.name}{where}{took}"
+                             + (f"  {said}" if said else "") + (f"  [{figures}]" if figures else ""))
+            if r.status not in ("passed", "skipped") and r.stderr_tail:
+                lines.append("  stderr (last lines):")
+                lines.extend("    " + line for line in r.stderr_tail.splitlines()[-10:])
+    return lines
+
+
 def _packages(snap: Snapshot, verbose: bool) -> List[str]:
     if not verbose or not snap.packages:
         return []
@@ -276,8 +306,12 @@ def _python(snap: Snapshot, verbose: bool) -> List[str]:
     p = snap.python
     if p is None:
         return _unknown(snap, "python")
-    env = f"{p.env_kind} {p.env_name}" if p.env_name else (p.env_kind or "environment unknown")
-    return [f"{p.version} ({p.implementation}) · {env} · {p.prefix}"]
+    bits = [f"{p.version or 'version unknown'}" + (f" ({p.implementation})" if p.implementation else "")]
+    if p.env_kind:
+        bits.append(f"{p.env_kind} {p.env_name}" if p.env_name else p.env_kind)
+    if p.prefix:
+        bits.append(p.prefix)
+    return [" · ".join(bits)]
 
 
 def _host(snap: Snapshot, verbose: bool) -> List[str]:
