@@ -227,15 +227,25 @@ def _libraries(snap: Snapshot, verbose: bool) -> List[str]:
     if not snap.libraries:
         return ["no CUDA libraries found by the loader"]
     lines = []
+    hidden = 0
     for lib in snap.libraries:
         if not lib.copies:
+            continue
+        versions = {c.version for c in lib.copies}
+        if not verbose and lib.name not in KEY_LIBRARIES and len(versions) < 2:
+            hidden += 1  # cuDNN's sub-libraries, cuFFT, ...: one version, nothing to see by default
             continue
         first = lib.copies[0]
         more = f" (+{len(lib.copies) - 1} more)" if len(lib.copies) > 1 and not verbose else ""
         lines.append(f"{lib.name} {first.version or '?'}  {first.path} ({first.found_via}){more}")
         if verbose:
             lines.extend(f"  also {c.version or '?'}  {c.path} ({c.found_via})" for c in lib.copies[1:])
+    if hidden:
+        lines.append(f"(+{hidden} more librar{'ies' if hidden > 1 else 'y'} with a single version: -v)")
     return lines
+
+
+KEY_LIBRARIES = ("libcuda", "libnvidia-ml", "libcudart", "libcudnn", "libcublas", "libnccl")
 
 
 def _frameworks(snap: Snapshot, verbose: bool) -> List[str]:
