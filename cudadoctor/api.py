@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Optional, Sequence, Tuple
 
 from . import __version__
@@ -30,26 +29,6 @@ def diagnose(snapshot: Snapshot, only: Optional[Sequence[str]] = None, matrix: A
     from .matrix import default_matrix
 
     return run_checks(snapshot, matrix or default_matrix(), select(only))
-
-
-def prepare_diagnosis() -> threading.Thread:
-    """Load the checks and the compatibility data in a background thread. The probes spend most
-    of their time waiting for child processes, so `check` starts this before probing and the
-    diagnosis then finds everything built."""
-    def warm() -> None:
-        try:
-            from . import checks  # noqa: F401  (imports every check module)
-            from .matrix import CONCERNS, default_matrix
-
-            matrix = default_matrix()
-            for name in CONCERNS:
-                matrix.concern(name)
-        except Exception:  # diagnose() will meet the same problem and report it properly
-            pass
-
-    thread = threading.Thread(target=warm, name="cudadoctor-warm", daemon=True)
-    thread.start()
-    return thread
 
 
 def make_report(snapshot: Snapshot, findings: Optional[Sequence[Finding]] = None) -> Report:

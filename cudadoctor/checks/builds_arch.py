@@ -236,20 +236,19 @@ def check_python(snap: Snapshot, matrix: Any) -> List[Finding]:
 
 
 def _pythons(snap: Snapshot, matrix: Any, b: FrameworkBuild, version: str) -> Optional[Tuple[Tuple[str, ...], str]]:
-    eco = matrix.ecosystem
     if b.name == "torch":
         rel = matrix.pytorch.release(version)
         pythons = matrix.pytorch.supported_pythons(version, wheel_platform(snap)) if rel else None
         return (pythons, ref("pytorch.json", rel.version)) if pythons else None
     if b.name == "tensorflow":
         windows = bool(snap.host and snap.host.os == "windows" and not snap.host.wsl)
-        cfg = eco.tf_config(version, "windows" if windows else "linux") or eco.tf_config(version, "linux")
+        cfg = matrix.ecosystem.tf_config(version, "windows" if windows else "linux") or matrix.ecosystem.tf_config(version, "linux")
         return (cfg.python, ref("tensorflow.json", cfg.version)) if cfg and cfg.python else None
     if b.name == "jax":
-        rel = eco.jax_release(version)
+        rel = matrix.ecosystem.jax_release(version)
         return (rel.python, ref("jax.json", f"{rel.first or '..'}-{rel.last or '..'}")) if rel and rel.python else None
     if b.name == "cupy":
-        row = eco.cupy.major_of(version)
+        row = matrix.ecosystem.cupy.major_of(version)
         return (row.python, ref("cupy.json", f"v{row.version}")) if row and row.python else None
     return None
 

@@ -278,10 +278,12 @@ def check_tf_and_cuda(snap: Snapshot, matrix: Any) -> List[Finding]:
     if (host and host.os not in (None, "linux")) or not gpus(snap) or snap.packages is None or snap.libraries is None:
         return []
     out = []
-    eco = matrix.ecosystem
     for b in normalized(snap, matrix):
         version = build_version(b)
-        if b.name != "tensorflow" or b.variant != "cuda" or not version or not eco.tensorflow.has_and_cuda_extra(version):
+        if b.name != "tensorflow" or b.variant != "cuda" or not version:
+            continue
+        eco = matrix.ecosystem
+        if not eco.tensorflow.has_and_cuda_extra(version):
             continue
         cfg = eco.tf_config(version, "linux")
         if cfg is None or cfg.cuda_major is None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
-from typing import List
+from typing import List, Optional
 
 import click
 
@@ -12,7 +13,30 @@ from ..errors import CudadoctorError, ExitCode
 from ._version import line as version_line
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each command lives in its own module, imported only when it runs (or for --help), so that
+# `cudadoctor check` does not pay for the others.
+COMMANDS = {
+    "check": "check",
+    "diagnose": "diagnose",
+    "explain": "explain",
+    "smoke": "smoke",
+    "data": "data",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> List[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        module = COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(f"{__package__}.{module}"), cmd_name)
+        return command if isinstance(command, click.Command) else None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(message="%(version)s", version=version_line(), package_name="cudadoctor")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @click.pass_context
@@ -20,23 +44,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """Why your GPU software stack does or does not work, and how to fix it."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-
-
-def _register() -> None:
-    from .check import check
-    from .data import data
-    from .diagnose import diagnose
-    from .explain import explain
-    from .smoke import smoke
-
-    cli.add_command(check)
-    cli.add_command(diagnose)
-    cli.add_command(explain)
-    cli.add_command(smoke)
-    cli.add_command(data)
-
-
-_register()
 
 
 def run(args: List[str]) -> int:

@@ -29,7 +29,7 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
           no_smoke: bool, machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
           fail_on: str) -> int:
     """Probe the driver, GPUs, toolkits, libraries and framework builds, and say what is wrong."""
-    from ..api import collect, diagnose, make_report, prepare_diagnosis
+    from ..api import collect, diagnose, make_report
 
     if list_checks:
         return _list()
@@ -37,10 +37,7 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
     host = _host(machine)
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
-    warming = None if no_checks else prepare_diagnosis()
     snapshot = collect(python=python, timeout=timeout, host=host)
-    if warming is not None:
-        warming.join()
     if python is not None and snapshot.python is None:
         reason = snapshot.errors_of("python")
         raise CudadoctorError(

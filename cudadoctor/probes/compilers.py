@@ -23,11 +23,9 @@ def probe_compilers(ctx: Context) -> ProbeOutput:
             names.append(value)
     found: List[Compiler] = []
     errors: List[ProbeError] = []
-    for name in names:
-        path = ctx.host.which(name)
-        if path is None:
-            continue
-        result = ctx.run(path, "--version")
+    located = [(name, path) for name, path in ((n, ctx.host.which(n)) for n in names) if path is not None]
+    results = ctx.run_many([(path, "--version") for _, path in located])
+    for (name, path), result in zip(located, results):
         if not result.ok:
             errors.append(ProbeError("compilers", command_kind(result.error), result.describe()))
             found.append(Compiler(name=name, path=path))

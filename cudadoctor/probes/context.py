@@ -70,6 +70,20 @@ class Context:
         """Run a command once per probe stage, with the stage's timeout."""
         return self.once("run:" + "\0".join(argv), lambda: self.host.run(argv, self.timeout))
 
+    def run_many(self, commands: List[Tuple[str, ...]]) -> List[CommandResult]:
+        """Run independent commands at the same time (each still once per stage); results in order."""
+        results: List[Optional[CommandResult]] = [None] * len(commands)
+
+        def one(i: int) -> None:
+            results[i] = self.run(*commands[i])
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(commands))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [r if r is not None else CommandResult(tuple(c), error="error") for r, c in zip(results, commands)]
+
     def interpreter(self) -> Tuple[Optional[InterpreterFacts], Optional[str]]:
         """The target interpreter's facts, or the reason they could not be had."""
         facts, error = self._interpreter()
