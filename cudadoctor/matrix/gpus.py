@@ -17,18 +17,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .versions import major, vkey
+from ._gpus_normalize import NVIDIA_VENDOR as NVIDIA_VENDOR
+from ._gpus_normalize import normalize_compute_capability as normalize_compute_capability
+from ._gpus_normalize import normalize_name as normalize_name
+from ._gpus_normalize import normalize_pci_id as normalize_pci_id
+from ._gpus_normalize import normalize_subsystem_id as normalize_subsystem_id
+from ._gpus_normalize import without_prefix
+from .versions import major
 
 TABLES = ("gpus.json", "architectures.json")
 SEGMENTS = ("datacenter", "workstation", "consumer", "laptop", "embedded")
-NVIDIA_VENDOR = "10de"
-
-_HEX4 = re.compile(r"[0-9a-f]{4}")
-_HEX8 = re.compile(r"[0-9a-f]{8}")
-_SPACES = re.compile(r"\s+")
-_CC_DOTTED = re.compile(r"(\d{1,2})\.(\d)")
-_CC_SM = re.compile(r"(?:sm|compute|arch=compute)_?(\d{2,3})[a-z]?")
-_CC_BARE = re.compile(r"(\d{2,3})")
 
 
 @dataclass(frozen=True)
@@ -128,78 +126,6 @@ class GpuDriverSupport:
         return self.kind in ("ok", "not_applicable")
 
 
-# ---------------------------------------------------------------------- normalisation
-
-
-def normalize_pci_id(value: object) -> Optional[str]:
-    """A PCI device id as '0x2330', from '0x2330', '2330', NVML's combined '0x233010DE'
-    (device << 16 | vendor) or lspci's '10de:2330'. None for anything else."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip().strip("[]").lower()
-    if ":" in text:
-        vendor, _, device = text.partition(":")
-        vendor, device = _strip0x(vendor), _strip0x(device)
-        if vendor == NVIDIA_VENDOR and _HEX4.fullmatch(device):
-            return "0x" + device
-        return None
-    text = _strip0x(text)
-    if _HEX4.fullmatch(text):
-        return "0x" + text
-    if _HEX8.fullmatch(text):
-        high, low = text[:4], text[4:]
-        if low == NVIDIA_VENDOR:
-            return "0x" + high
-        if high == NVIDIA_VENDOR:
-            return "0x" + low
-    return None
-
-
-def normalize_subsystem_id(value: object) -> Optional[Tuple[str, str]]:
-    """(subsystem vendor, subsystem device) from NVML's pciSubSystemId '0x16C010DE'
-    (device << 16 | vendor) or lspci's 'vendor:device' '10de:16c0'."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip().strip("[]").lower()
-    if ":" in text:
-        vendor, _, device = text.partition(":")
-        vendor, device = _strip0x(vendor), _strip0x(device)
-        if _HEX4.fullmatch(vendor) and _HEX4.fullmatch(device):
-            return ("0x" + vendor, "0x" + device)
-        return None
-    text = _strip0x(text)
-    if _HEX8.fullmatch(text):
-        return ("0x" + text[4:], "0x" + text[:4])
-    return None
-
-
-def normalize_compute_capability(value: object) -> Optional[str]:
-    """'9.0' from '9.0', '9.0a', 'sm_90', 'sm_90a', 'compute_90', '90'; '12.0' from 'sm_120'."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip().lower()
-    m = _CC_DOTTED.fullmatch(text.rstrip("af"))
-    if m:
-        return f"{int(m.group(1))}.{m.group(2)}"
-    m = _CC_SM.fullmatch(text) or _CC_BARE.fullmatch(text)
-    if m:
-        digits = m.group(1)
-        return f"{int(digits[:-1])}.{digits[-1]}"
-    return None
-
-
-def normalize_name(name: str) -> str:
-    return _SPACES.sub(" ", name.strip()).casefold()
-
-
-def _strip0x(text: str) -> str:
-    return text[2:] if text.startswith("0x") else text
-
-
-def _without_prefix(key: str) -> str:
-    return key[len("nvidia "):] if key.startswith("nvidia ") else key
-
-
 def _branch_major(branch: Optional[str]) -> Optional[int]:
     if branch and re.fullmatch(r"R\d{3}", branch):
         return int(branch[1:])
@@ -267,7 +193,7 @@ class GpuData:
             return ()
         key = normalize_name(name)
         for tier, index in enumerate(self._names):
-            found = index.get(_without_prefix(key) if tier == 2 else key)
+            found = index.get(without_prefix(key) if tier == 2 else key)
             if found:
                 return found
         return ()
@@ -385,32 +311,53 @@ def _number(value: Any) -> Optional[float]:
 
 
 def build(docs: Mapping[str, Mapping[str, Any]]) -> GpuData:
-    models = tuple(
-        GpuModel(
-            name=r["name"], aliases=tuple(r["aliases"]), product=r.get("product"),
-            pci_device_ids=tuple(r["pci_device_ids"]),
-            pci_subsystem_ids=tuple(PciSubsystem(s["device_id"], s["subsystem_vendor_id"], s["subsystem_device_id"])
-                                    for s in r.get("pci_subsystem_ids", ())),
-            pci_device_ids_unconfirmed=tuple(r.get("pci_device_ids_unconfirmed", ())),
-            compute_capability=r["compute_capability"], architecture=r["architecture"], chip=r.get("chip"),
-            segment=r["segment"], memory_gib=_number(r.get("memory_gib")),
-            memory_bandwidth_gbs=_number(r.get("memory_bandwidth_gbs")), **_common(r),
-        )
-        for r in docs["gpus.json"]["records"]
+    models = tuple(_model(r) for r in docs["gpus.json"]["records"])
+    architectures = tuple(_architecture(i, r) for i, r in enumerate(docs["architectures.json"]["records"]))
+    pci, default, by_subsystem, loose = _pci_indexes(models)
+    by_cc: Dict[str, Architecture] = {}
+    for arch in architectures:
+        for cc in arch.compute_capabilities:
+            by_cc.setdefault(cc, arch)
+    return GpuData(
+        models, architectures,
+        _pci=pci, _pci_default=default, _pci_subsystem=by_subsystem, _pci_unconfirmed=loose,
+        _names=_name_indexes(models),
+        _arch_by_name={a.name: a for a in reversed(architectures)}, _arch_by_cc=by_cc,
     )
-    architectures = tuple(
-        Architecture(
-            name=r["name"], generation=i, compute_capabilities=tuple(r["compute_capabilities"]),
-            tegra_compute_capabilities=tuple(r.get("tegra_compute_capabilities", ())),
-            first_driver_branch=r["first_driver_branch"], last_driver_branch=r["last_driver_branch"],
-            supports_open_kernel_modules=r.get("supports_open_kernel_modules"),
-            requires_open_kernel_modules=r.get("requires_open_kernel_modules"),
-            pci_device_id_ranges=tuple(PciRange(b["chip"], int(b["first"], 16), int(b["last"], 16), b.get("compute_capability"))
-                                       for b in r.get("pci_device_id_ranges", ())),
-            **_common(r),
-        )
-        for i, r in enumerate(docs["architectures.json"]["records"])
+
+
+def _model(r: Mapping[str, Any]) -> GpuModel:
+    return GpuModel(
+        name=r["name"], aliases=tuple(r["aliases"]), product=r.get("product"),
+        pci_device_ids=tuple(r["pci_device_ids"]),
+        pci_subsystem_ids=tuple(PciSubsystem(s["device_id"], s["subsystem_vendor_id"], s["subsystem_device_id"])
+                                for s in r.get("pci_subsystem_ids", ())),
+        pci_device_ids_unconfirmed=tuple(r.get("pci_device_ids_unconfirmed", ())),
+        compute_capability=r["compute_capability"], architecture=r["architecture"], chip=r.get("chip"),
+        segment=r["segment"], memory_gib=_number(r.get("memory_gib")),
+        memory_bandwidth_gbs=_number(r.get("memory_bandwidth_gbs")), **_common(r),
     )
+
+
+def _architecture(generation: int, r: Mapping[str, Any]) -> Architecture:
+    return Architecture(
+        name=r["name"], generation=generation, compute_capabilities=tuple(r["compute_capabilities"]),
+        tegra_compute_capabilities=tuple(r.get("tegra_compute_capabilities", ())),
+        first_driver_branch=r["first_driver_branch"], last_driver_branch=r["last_driver_branch"],
+        supports_open_kernel_modules=r.get("supports_open_kernel_modules"),
+        requires_open_kernel_modules=r.get("requires_open_kernel_modules"),
+        pci_device_id_ranges=tuple(PciRange(b["chip"], int(b["first"], 16), int(b["last"], 16), b.get("compute_capability"))
+                                   for b in r.get("pci_device_id_ranges", ())),
+        **_common(r),
+    )
+
+
+_Models = Mapping[str, Tuple[GpuModel, ...]]
+
+
+def _pci_indexes(models: Sequence[GpuModel]) -> Tuple[_Models, Mapping[str, GpuModel],
+                                                       Mapping[Tuple[str, str, str], GpuModel], _Models]:
+    """Records by device id; the one a bare device id means; by subsystem triple; by unconfirmed id."""
     pci: Dict[str, List[GpuModel]] = {}
     loose: Dict[str, List[GpuModel]] = {}
     by_subsystem: Dict[Tuple[str, str, str], GpuModel] = {}
@@ -425,6 +372,12 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> GpuData:
     for device, found in pci.items():
         generic = [m for m in found if device not in {s.device_id for s in m.pci_subsystem_ids}]
         default[device] = (generic or found)[0]
+    return ({k: tuple(v) for k, v in pci.items()}, default, by_subsystem,
+            {k: tuple(v) for k, v in loose.items()})
+
+
+def _name_indexes(models: Sequence[GpuModel]) -> Tuple[_Models, ...]:
+    """The tiers of :meth:`GpuData.by_name_all`: exact names, aliases, either without 'NVIDIA '."""
     exact: Dict[str, List[GpuModel]] = {}
     alias: Dict[str, List[GpuModel]] = {}
     bare: Dict[str, List[GpuModel]] = {}
@@ -433,18 +386,8 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> GpuData:
         for a in m.aliases:
             _add(alias, normalize_name(a), m)
         for text in (m.name,) + m.aliases:
-            _add(bare, _without_prefix(normalize_name(text)), m)
-    by_cc: Dict[str, Architecture] = {}
-    for arch in architectures:
-        for cc in arch.compute_capabilities:
-            by_cc.setdefault(cc, arch)
-    return GpuData(
-        models, architectures,
-        _pci={k: tuple(v) for k, v in pci.items()}, _pci_default=default, _pci_subsystem=by_subsystem,
-        _pci_unconfirmed={k: tuple(v) for k, v in loose.items()},
-        _names=tuple({k: tuple(v) for k, v in index.items()} for index in (exact, alias, bare)),
-        _arch_by_name={a.name: a for a in reversed(architectures)}, _arch_by_cc=by_cc,
-    )
+            _add(bare, without_prefix(normalize_name(text)), m)
+    return tuple({k: tuple(v) for k, v in index.items()} for index in (exact, alias, bare))
 
 
 def _add(index: Dict[str, List[GpuModel]], key: str, model: GpuModel) -> None:
@@ -456,116 +399,14 @@ def _add(index: Dict[str, List[GpuModel]], key: str, model: GpuModel) -> None:
 # ---------------------------------------------------------------------- invariants
 
 
-def _model_key(m: GpuModel, generation: Mapping[str, int]) -> Tuple[int, str, int, str]:
-    return (generation.get(m.architecture, len(generation)), m.name,
-            SEGMENTS.index(m.segment) if m.segment in SEGMENTS else len(SEGMENTS), m.product or "")
-
-
 def invariants(data: GpuData, matrix: Any) -> List[str]:
     """Sorted, unique records; every GPU's compute capability inside its architecture; PCI ids
     that resolve to one GPU (or to several told apart by subsystem id, with one compute
     capability); names that never point at two compute capabilities; architectures in order with
     increasing capabilities and a driver window of known branches."""
-    problems: List[str] = []
-    problems.extend(_architecture_problems(data, matrix))
-    problems.extend(_gpu_problems(data))
-    return problems
+    from . import _gpus_invariants  # only `cudadoctor data validate` and the tests need it
 
-
-def _architecture_problems(data: GpuData, matrix: Any) -> List[str]:
-    out: List[str] = []
-    f = "architectures.json"
-    names = [a.name for a in data.architectures]
-    for dup in sorted({n for n in names if names.count(n) > 1}):
-        out.append(f"{f}: {dup}: listed twice")
-    caps = [vkey(cc) for a in data.architectures for cc in a.compute_capabilities]
-    if any(b <= a for a, b in zip(caps, caps[1:])):
-        out.append(f"{f}: architectures are not in generation order with strictly increasing compute capabilities")
-    known = {b.branch for b in matrix.cuda.branches}
-    for a in data.architectures:
-        for cc in a.tegra_compute_capabilities:
-            if cc not in a.compute_capabilities:
-                out.append(f"{f}: {a.name}: Tegra compute capability {cc} is not among its compute capabilities")
-        for which, branch in (("first", a.first_driver_branch), ("last", a.last_driver_branch)):
-            if branch is not None and branch not in known:
-                out.append(f"{f}: {a.name}: {which}_driver_branch {branch} is not in driver_branches.json")
-        lo, hi = a.first_driver_major, a.last_driver_major
-        if lo is not None and hi is not None and lo > hi:
-            out.append(f"{f}: {a.name}: first_driver_branch {a.first_driver_branch} is after last_driver_branch {a.last_driver_branch}")
-        if a.requires_open_kernel_modules and a.supports_open_kernel_modules is False:
-            out.append(f"{f}: {a.name}: requires the open kernel modules but does not support them")
-        for block in a.pci_device_id_ranges:
-            if block.first > block.last:
-                out.append(f"{f}: {a.name}: range {block.chip} ends before it starts")
-            if block.compute_capability and block.compute_capability not in a.compute_capabilities:
-                out.append(f"{f}: {a.name}: range {block.chip}: compute capability {block.compute_capability} is not the architecture's")
-    blocks = sorted(((b.first, b.last, f"{a.name} {b.chip}") for a in data.architectures for b in a.pci_device_id_ranges))
-    for (_, last, name), (first, _, other) in zip(blocks, blocks[1:]):
-        if first <= last:
-            out.append(f"{f}: device-id ranges {name} and {other} overlap")
-    return out
-
-
-def _gpu_problems(data: GpuData) -> List[str]:
-    out: List[str] = []
-    f = "gpus.json"
-    generation = {a.name: a.generation for a in data.architectures}
-    keys = [_model_key(m, generation) for m in data.models]
-    if keys != sorted(keys):
-        at = next(i for i, (a, b) in enumerate(zip(keys, keys[1:])) if b < a) + 1
-        out.append(f"{f}: {data.models[at].label}: records are not sorted by (architecture generation, name, segment, product)")
-    seen: Dict[Tuple[int, str, int, str], GpuModel] = {}
-    for m, key in zip(data.models, keys):
-        if key in seen:
-            out.append(f"{f}: {m.label}: listed twice (same name, segment and product)")
-        seen[key] = m
-    for m in data.models:
-        arch = data.architecture(m.architecture)
-        if arch is None or arch.name != m.architecture:
-            out.append(f"{f}: {m.label}: architecture {m.architecture!r} is not in architectures.json")
-        elif m.compute_capability not in arch.compute_capabilities:
-            out.append(f"{f}: {m.label}: compute capability {m.compute_capability} is not one of {m.architecture}'s "
-                       f"({', '.join(arch.compute_capabilities)})")
-        for s in m.pci_subsystem_ids:
-            if s.device_id not in m.pci_device_ids:
-                out.append(f"{f}: {m.label}: subsystem entry for {s.device_id}, which is not in its pci_device_ids")
-        for device in m.pci_device_ids_unconfirmed:
-            if device in data._pci:
-                holders = ", ".join(o.label for o in data._pci[device])
-                out.append(f"{f}: {m.label}: unconfirmed id {device} is a confirmed id of {holders}")
-        if not m.pci_device_ids and m.segment != "embedded" and m.confidence != "unverified":
-            out.append(f"{f}: {m.label}: no PCI device id (only Jetson-class or unverified records may lack one)")
-        for device in m.pci_device_ids:
-            hit = data.pci_range(device)
-            if hit is not None and (hit[0].name != m.architecture
-                                    or (hit[1].compute_capability and hit[1].compute_capability != m.compute_capability)):
-                out.append(f"{f}: {m.label}: {device} lies in {hit[0].name} {hit[1].chip}'s range, which does not match "
-                           f"{m.architecture} {m.compute_capability}")
-    for device, sharing in sorted(data._pci.items()):
-        generic = [m for m in sharing if device not in {s.device_id for s in m.pci_subsystem_ids}]
-        if len(generic) > 1:
-            out.append(f"{f}: {device}: maps to {', '.join(m.label for m in generic)} with no subsystem id to tell them apart")
-        if len({m.compute_capability for m in sharing}) > 1:
-            out.append(f"{f}: {device}: its records disagree on compute capability "
-                       f"({', '.join(f'{m.label} {m.compute_capability}' for m in sharing)})")
-    triples: Dict[Tuple[str, str, str], GpuModel] = {}
-    for m in data.models:
-        for s in m.pci_subsystem_ids:
-            if s.key in triples and triples[s.key] is not m:
-                out.append(f"{f}: {m.label}: subsystem {':'.join(s.key)} is also listed for {triples[s.key].label}")
-            triples.setdefault(s.key, m)
-    loose: Dict[str, GpuModel] = {}
-    for m in data.models:
-        for device in m.pci_device_ids_unconfirmed:
-            if device in loose:
-                out.append(f"{f}: {m.label}: unconfirmed id {device} is also listed for {loose[device].label}")
-            loose.setdefault(device, m)
-    for tier in data._names:
-        for text, named in sorted(tier.items()):
-            if len({m.compute_capability for m in named}) > 1:
-                out.append(f"{f}: name {text!r} matches GPUs of different compute capability "
-                           f"({', '.join(f'{m.label} {m.compute_capability}' for m in named)})")
-    return out
+    return _gpus_invariants.invariants(data, matrix)
 
 
 def segments_covered(models: Sequence[GpuModel]) -> Dict[str, int]:

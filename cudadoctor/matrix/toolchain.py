@@ -18,16 +18,16 @@ the data say so (``None`` or ``status == "unknown"``) rather than guess.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .versions import VersionKey, major, major_minor, vkey
+from ._toolchain_parse import cc_of_sm as cc_of_sm
+from ._toolchain_parse import cudnn_version as cudnn_version
+from ._toolchain_parse import mm
+from ._toolchain_parse import sm_of as sm_of
+from .versions import VersionKey, major, vkey
 
 TABLES = ("toolkit_archs.json", "host_compilers.json", "cudnn.json")
-
-_SM = re.compile(r"^(?:sm|compute|lto)_(\d{2,3})([af]?)$")
-_BARE = re.compile(r"^(\d{2,3})([af]?)$")
 
 # can_compile statuses
 SUPPORTED = "supported"
@@ -60,10 +60,7 @@ class ArchRow:
     note: Optional[str] = None
 
     def variant(self, sm: str) -> Optional[ArchVariant]:
-        for v in self.variants:
-            if v.sm == sm:
-                return v
-        return None
+        return next((v for v in self.variants if v.sm == sm), None)
 
 
 @dataclass(frozen=True)
@@ -140,10 +137,7 @@ class CudnnRow:
     note: Optional[str] = None
 
     def for_cuda(self, cuda_major: int) -> Optional[CudnnCuda]:
-        for entry in self.cuda:
-            if entry.major == cuda_major:
-                return entry
-        return None
+        return next((entry for entry in self.cuda if entry.major == cuda_major), None)
 
     def min_cc(self, cuda_major: Optional[int] = None) -> Optional[str]:
         """The lowest compute capability the build for ``cuda_major`` supports (the record's
@@ -152,53 +146,6 @@ class CudnnRow:
         if entry is not None and entry.min_compute_capability:
             return entry.min_compute_capability
         return self.min_compute_capability
-
-
-# ---------------------------------------------------------------------------- parsing helpers
-
-
-def sm_of(sm_or_cc: str) -> Optional[Tuple[str, str]]:
-    """('sm_90', 'a') from 'sm_90a', 'compute_90a', '90a', '9.0', '9.0a', '8.6+PTX'; None when it
-    names no architecture."""
-    text = (sm_or_cc or "").strip().lower()
-    if text.endswith("+ptx"):
-        text = text[: -len("+ptx")]
-    m = _SM.match(text) or _BARE.match(text)
-    if m:
-        return f"sm_{int(m.group(1))}", m.group(2)
-    m = re.match(r"^(\d{1,2})\.(\d)([af]?)$", text)
-    if m:
-        return f"sm_{int(m.group(1))}{m.group(2)}", m.group(3)
-    return None
-
-
-def cc_of_sm(sm: str) -> str:
-    """'sm_90' -> '9.0', 'sm_121' -> '12.1'."""
-    number = int(sm[3:].rstrip("af"))
-    return f"{number // 10}.{number % 10}"
-
-
-def cudnn_version(text: str) -> Optional[str]:
-    """'9.1.0.70' -> '9.1.0'; '9.1' -> '9.1'; the integer cuDNN reports (torch.backends.cudnn.version(),
-    CUDNN_VERSION): 8907 -> '8.9.7', 90100 -> '9.1.0'. None when it does not parse."""
-    text = (text or "").strip()
-    if re.fullmatch(r"\d{4,6}", text):
-        n = int(text)
-        if n >= 10000:  # cuDNN 9+: major * 10000 + minor * 100 + patch
-            return f"{n // 10000}.{(n % 10000) // 100}.{n % 100}"
-        return f"{n // 1000}.{(n % 1000) // 100}.{n % 100}"  # cuDNN 7/8: major * 1000 + minor * 100 + patch
-    key = vkey(text)
-    if len(key) < 2:
-        return None
-    return ".".join(str(p) for p in key[:3])
-
-
-def _mm(version: Optional[str]) -> VersionKey:
-    return major_minor(version or "")
-
-
-def _int(text: str) -> Optional[int]:
-    return major(text or "")
 
 
 # ---------------------------------------------------------------------------- the data
@@ -218,17 +165,14 @@ class ToolchainData:
         parsed = sm_of(sm_or_cc)
         if parsed is None:
             return None
-        for row in self.archs:
-            if row.sm == parsed[0]:
-                return row
-        return None
+        return next((row for row in self.archs if row.sm == parsed[0]), None)
 
     def can_compile(self, cuda: str, compute_capability: str) -> ArchSupport:
         """Can the nvcc of CUDA ``cuda`` ('12.4', '12.4.1') compile for ``compute_capability``
         ('9.0', 'sm_90', 'sm_90a')? For an 'a'/'f' target, that variant's own first/last toolkit."""
         row = self.arch(compute_capability)
         parsed = sm_of(compute_capability)
-        have = _mm(cuda)
+        have = mm(cuda)
         if row is None or parsed is None or len(have) < 2:
             return ArchSupport(UNKNOWN, parsed[0] if parsed else None, None, None, None, row)
         first, last, deprecated = row.first_cuda, row.last_cuda, row.deprecated_in
@@ -238,11 +182,11 @@ class ToolchainData:
             if variant is None:
                 return ArchSupport(UNKNOWN, row.sm + parsed[1], None, None, None, row)
             sm, first, last = variant.sm, variant.first_cuda, variant.last_cuda
-        if have < _mm(first):
+        if have < mm(first):
             status = TOO_NEW
-        elif last is not None and have > _mm(last):
+        elif last is not None and have > mm(last):
             status = DROPPED
-        elif deprecated is not None and have >= _mm(deprecated):
+        elif deprecated is not None and have >= mm(deprecated):
             status = DEPRECATED
         else:
             status = SUPPORTED
@@ -251,16 +195,15 @@ class ToolchainData:
     def archs_for(self, cuda: str, variants: bool = False) -> List[str]:
         """The sm targets the nvcc of ``cuda`` can compile for (deprecated ones included), oldest
         first; with ``variants``, the 'a'/'f' targets too."""
-        have = _mm(cuda)
+        have = mm(cuda)
         if len(have) < 2:
             return []
         out: List[str] = []
         for row in self.archs:
-            if _mm(row.first_cuda) <= have and (row.last_cuda is None or have <= _mm(row.last_cuda)):
+            if _compiles(have, row.first_cuda, row.last_cuda):
                 out.append(row.sm)
             if variants:
-                out.extend(v.sm for v in row.variants
-                           if _mm(v.first_cuda) <= have and (v.last_cuda is None or have <= _mm(v.last_cuda)))
+                out.extend(v.sm for v in row.variants if _compiles(have, v.first_cuda, v.last_cuda))
         return out
 
     # ------------------------------------------------------------------ host compilers
@@ -271,7 +214,7 @@ class ToolchainData:
         '12.2' and '12.2.1' do not). None for a minor the data has no row for."""
         have = vkey(cuda)
         for row in self.compilers:
-            if _mm(row.cuda) == have[:2] and len(have) >= 2:
+            if mm(row.cuda) == have[:2] and len(have) >= 2:
                 effective = row
                 for update in row.updates:
                     if have >= vkey(update.cuda):
@@ -327,7 +270,7 @@ class ToolchainData:
             return None if row.cuda_partial else False
         if entry.min is not None and have < vkey(entry.min)[: len(have)]:
             return False
-        if entry.max is not None and len(have) >= 2 and have[:2] > _mm(entry.max):
+        if entry.max is not None and len(have) >= 2 and have[:2] > mm(entry.max):
             return None
         return True
 
@@ -346,6 +289,15 @@ class ToolchainData:
     def cudnn_min_compute_capability(self, cudnn_version: str, cuda_major: Optional[int] = None) -> Optional[str]:
         row = self.cudnn(cudnn_version)
         return row.min_cc(cuda_major) if row else None
+
+
+def _compiles(have: VersionKey, first: str, last: Optional[str]) -> bool:
+    """Whether the toolkit ``have`` (major.minor) lies in [first, last] (last None: no end)."""
+    return mm(first) <= have and (last is None or have <= mm(last))
+
+
+def _int(text: str) -> Optional[int]:
+    return major(text or "")
 
 
 def _within(have: Optional[int], low: Optional[int], high: Optional[int]) -> Optional[bool]:
@@ -411,139 +363,6 @@ def invariants(data: ToolchainData, matrix: Any) -> List[str]:
     """Sorted unique keys; first <= deprecated <= last; every CUDA version named is a toolkit the
     CUDA tables list (by major.minor; an architecture's first toolkit may predate them); GCC
     limits never go down; cuDNN builds reference CUDA majors the CUDA tables know."""
-    toolkits = {_mm(t.cuda) for t in matrix.cuda.toolkits}
-    oldest = min(toolkits) if toolkits else ()
-    floors = {f.cuda_major for f in matrix.cuda.floors}
-    problems: List[str] = []
-    problems += _arch_problems(data, toolkits, oldest)
-    problems += _compiler_problems(data, toolkits)
-    problems += _cudnn_problems(data, toolkits, floors | {k[0] for k in toolkits})
-    return problems
+    from . import _toolchain_invariants  # only `cudadoctor data validate` and the tests need it
 
-
-def _known(version: Optional[str], toolkits: AbstractSet[VersionKey]) -> bool:
-    return version is None or _mm(version) in toolkits
-
-
-def _arch_problems(data: ToolchainData, toolkits: AbstractSet[VersionKey], oldest: VersionKey) -> List[str]:
-    f = "toolkit_archs.json"
-    problems: List[str] = []
-    keys = [int(r.sm[3:]) for r in data.archs]
-    if keys != sorted(keys):
-        problems.append(f"{f}: records are not sorted by sm number")
-    seen = set()
-    for row in data.archs:
-        where = f"{f}: {row.sm}"
-        if row.sm in seen:
-            problems.append(f"{where}: listed twice")
-        seen.add(row.sm)
-        if cc_of_sm(row.sm) != row.compute_capability:
-            problems.append(f"{where}: compute_capability {row.compute_capability} does not match the sm number")
-        if _mm(row.first_cuda) not in toolkits and not (oldest and _mm(row.first_cuda) < oldest):
-            problems.append(f"{where}: first_cuda {row.first_cuda} is not a CUDA toolkit in cuda_toolkits.json")
-        for name, value in (("deprecated_in", row.deprecated_in), ("last_cuda", row.last_cuda)):
-            if not _known(value, toolkits):
-                problems.append(f"{where}: {name} {value} is not a CUDA toolkit in cuda_toolkits.json")
-        chain = [v for v in (row.first_cuda, row.deprecated_in, row.last_cuda) if v is not None]
-        if [_mm(v) for v in chain] != sorted(_mm(v) for v in chain):
-            problems.append(f"{where}: first_cuda <= deprecated_in <= last_cuda does not hold")
-        names = [v.sm for v in row.variants]
-        if names != sorted(names) or len(set(names)) != len(names):
-            problems.append(f"{where}: variants are not sorted and unique")
-        for v in row.variants:
-            vwhere = f"{where}: variant {v.sm}"
-            if v.sm[:-1] != row.sm:
-                problems.append(f"{vwhere}: is not a variant of {row.sm}")
-            for name, value in (("first_cuda", v.first_cuda), ("last_cuda", v.last_cuda)):
-                if not _known(value, toolkits):
-                    problems.append(f"{vwhere}: {name} {value} is not a CUDA toolkit in cuda_toolkits.json")
-            if _mm(v.first_cuda) < _mm(row.first_cuda):
-                problems.append(f"{vwhere}: first_cuda {v.first_cuda} is before {row.sm}'s {row.first_cuda}")
-            if v.last_cuda is not None and _mm(v.last_cuda) < _mm(v.first_cuda):
-                problems.append(f"{vwhere}: last_cuda {v.last_cuda} is before its first_cuda {v.first_cuda}")
-            if row.last_cuda is not None and (v.last_cuda is None or _mm(v.last_cuda) > _mm(row.last_cuda)):
-                problems.append(f"{vwhere}: outlives {row.sm} (last_cuda {row.last_cuda})")
-    by_sm = {r.sm: r for r in data.archs}
-    for row in data.archs:
-        links = (("renamed_to", row.renamed_to, "formerly"), ("formerly", row.formerly, "renamed_to"))
-        for name, target, back in links:
-            if target is None:
-                continue
-            other = by_sm.get(target)
-            if other is None:
-                problems.append(f"{f}: {row.sm}: {name} {target} has no record")
-            elif getattr(other, back) != row.sm:
-                problems.append(f"{f}: {row.sm}: {name} {target}, but {target}'s {back} is not {row.sm}")
-    for sm in data.nvcc_13_0_gpu_code:
-        if sm not in by_sm:
-            problems.append(f"{f}: nvcc_13_0: {sm} has no record")
-    listed = set(data.nvcc_13_0_gpu_code)
-    if listed and set(data.archs_for("13.0")) != listed:
-        problems.append(f"{f}: nvcc_13_0: the records' CUDA 13.0 targets {sorted(data.archs_for('13.0'))} differ "
-                        f"from nvcc 13.0's list {sorted(listed)}")
-    return problems
-
-
-def _compiler_problems(data: ToolchainData, toolkits: AbstractSet[VersionKey]) -> List[str]:
-    f = "host_compilers.json"
-    problems: List[str] = []
-    keys = [_mm(r.cuda) for r in data.compilers]
-    if keys != sorted(keys):
-        problems.append(f"{f}: records are not sorted by cuda version")
-    if len(set(keys)) != len(keys):
-        problems.append(f"{f}: a cuda version is listed twice")
-    for row in data.compilers:
-        where = f"{f}: {row.cuda}"
-        if _mm(row.cuda) not in toolkits:
-            problems.append(f"{where}: not a CUDA toolkit in cuda_toolkits.json")
-        for name, low, high in (("gcc", row.gcc_min, row.gcc_max), ("clang", row.clang_min, row.clang_max)):
-            if low is not None and high is not None and low > high:
-                problems.append(f"{where}: {name}_min {low} is above {name}_max {high}")
-        if row.msvc is not None and row.msvc.msc_ver_min > row.msvc.msc_ver_max:
-            problems.append(f"{where}: msvc range is empty")
-        updates = [vkey(u.cuda) for u in row.updates]
-        if updates != sorted(updates) or len(set(updates)) != len(updates):
-            problems.append(f"{where}: updates are not sorted and unique")
-        for u in row.updates:
-            if _mm(u.cuda) != _mm(row.cuda):
-                problems.append(f"{where}: update {u.cuda} is not an update of {row.cuda}")
-    for name in ("gcc_max", "clang_max"):
-        newest: Optional[Tuple[str, int]] = None
-        for row in data.compilers:
-            for cuda, value in [(row.cuda, getattr(row, name))] + [(u.cuda, getattr(u, name)) for u in row.updates]:
-                if value is None:
-                    continue
-                if newest is not None and value < newest[1]:
-                    problems.append(f"{f}: {cuda}: {name} {value} is below {newest[0]}'s {newest[1]} "
-                                    "(NVIDIA has not lowered a host-compiler limit)")
-                newest = (cuda, value) if newest is None or value >= newest[1] else newest
-    return problems
-
-
-def _cudnn_problems(data: ToolchainData, toolkits: AbstractSet[VersionKey], majors: AbstractSet[int]) -> List[str]:
-    f = "cudnn.json"
-    problems: List[str] = []
-    keys = [vkey(r.version) for r in data.cudnns]
-    if keys != sorted(keys):
-        problems.append(f"{f}: records are not sorted by version")
-    if len(set(keys)) != len(keys):
-        problems.append(f"{f}: a version is listed twice")
-    for row in data.cudnns:
-        where = f"{f}: {row.version}"
-        numbers = [c.major for c in row.cuda]
-        if numbers != sorted(set(numbers)):
-            problems.append(f"{where}: cuda majors are not sorted and unique")
-        for c in row.cuda:
-            cwhere = f"{where}: CUDA {c.major}"
-            if c.major not in majors:
-                problems.append(f"{cwhere}: no CUDA toolkit or minor-compatibility row for this major")
-            for name, value in (("min", c.min), ("max", c.max)):
-                if value is None:
-                    continue
-                if major(value) != c.major:
-                    problems.append(f"{cwhere}: {name} {value} is not a CUDA {c.major} version")
-                elif not _known(value, toolkits):
-                    problems.append(f"{cwhere}: {name} {value} is not a CUDA toolkit in cuda_toolkits.json")
-            if c.min is not None and c.max is not None and vkey(c.min)[:2] > vkey(c.max)[:2]:
-                problems.append(f"{cwhere}: min {c.min} is above max {c.max}")
-    return problems
+    return _toolchain_invariants.invariants(data, matrix)

@@ -1,0 +1,82 @@
+"""The invariants of ``errors.json``: sorted unique ids, safe patterns, examples that their own
+signature matches (first, or after the one the record names) and the schema's category list equal
+to :class:`cudadoctor.model.Category`. Run by ``cudadoctor data validate`` and the tests, never by a
+diagnosis, so :mod:`.signatures` loads this module only when asked.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List
+
+from ..model import Category
+from ._signatures_patterns import pattern_problems
+from .load import DataError, read_json
+from .signatures import FILE, SCHEMA, Signature, SignatureData
+
+
+def invariants(data: SignatureData, matrix: Any) -> List[str]:
+    """Every broken invariant of the signatures (see :func:`.signatures.invariants`)."""
+    problems: List[str] = []
+    ids = [s.id for s in data.signatures]
+    if ids != sorted(ids):
+        problems.append(f"{FILE}: records are not sorted by id")
+    seen = set()
+    for i in ids:
+        if i in seen:
+            problems.append(f"{FILE}: {i}: id is listed twice")
+        seen.add(i)
+    for s in data.signatures:
+        where = f"{FILE}: {s.id}"
+        problems.extend(f"{where}: {p}" for p in pattern_problems(s.pattern))
+        if not s.seen_in or any(not u.startswith("https://") for u in s.seen_in):
+            problems.append(f"{where}: seen_in needs at least one https:// URL, and only those")
+        problems.extend(_example_problems(data, s))
+    problems.extend(_schema_problems(matrix))
+    return problems
+
+
+def _example_problems(data: SignatureData, s: Signature) -> List[str]:
+    where = f"{FILE}: {s.id}"
+    found = data.match(s.example)
+    order = [m.signature.id for m in found]
+    if s.id not in order:
+        return [f"{where}: example is not matched by its own pattern"]
+    first = found[0].signature
+    if s.example_first_match is None:
+        if first.id != s.id:
+            return [f"{where}: {first.id} (specificity {first.specificity}) comes before it on its own "
+                    f"example; raise its specificity or name {first.id} in example_first_match"]
+        ties = [m.signature.id for m in found[1:] if m.signature.specificity == s.specificity]
+        if ties:
+            return [f"{where}: {', '.join(ties)} match its example at the same specificity; "
+                    "give the more specific one a higher specificity"]
+        return []
+    winner = data.by_id(s.example_first_match)
+    if winner is None:
+        return [f"{where}: example_first_match {s.example_first_match} is not a signature"]
+    if first.id != winner.id:
+        return [f"{where}: example_first_match says {winner.id} comes first on its example, but {first.id} does"]
+    if winner.specificity <= s.specificity:
+        return [f"{where}: example_first_match {winner.id} must have a higher specificity than {s.specificity}"]
+    return []
+
+
+def _schema_problems(matrix: Any) -> List[str]:
+    directory = getattr(matrix, "directory", None)
+    if not isinstance(directory, str):
+        return []
+    try:
+        schema = read_json(os.path.join(directory, "schemas"), SCHEMA)
+        listed = schema["$defs"]["category"]["enum"]
+    except DataError as exc:
+        return [f"{SCHEMA}: {p}" for p in exc.problems]
+    except (KeyError, TypeError):
+        return [f"{SCHEMA}: $defs.category.enum is missing"]
+    vocabulary = [c.value for c in Category]
+    if listed != vocabulary:
+        missing = [c for c in vocabulary if c not in listed]
+        extra = [c for c in listed if c not in vocabulary]
+        return [f"{SCHEMA}: $defs.category.enum differs from cudadoctor.model.Category "
+                f"(missing: {missing or 'none'}; not in Category: {extra or 'none'}; or another order)"]
+    return []
