@@ -77,8 +77,7 @@ class TorchPlan:
     def install_command(self, packages: Sequence[str] = ("torch",) + COMPANIONS) -> str:
         """'pip install torch==X torchvision==Y --index-url URL'; torch is always included."""
         wanted = ["torch"] + [p for p in packages if p != "torch"]
-        index = f" --index-url {self.index_url}" if self.index_url else ""
-        return f"pip install {' '.join(self.pins_for(wanted))}{index}"
+        return pip_install_line(self.pins_for(wanted), self.index_url)
 
     def commands(self, packages: Sequence[str] = ("torch",) + COMPANIONS, uninstall: Sequence[str] = ()) -> List[str]:
         """The commands to paste: uninstall what is installed (a wrong variant), then install."""
@@ -113,6 +112,19 @@ class NoPlan:
 
 Plan = Union[TorchPlan, NoPlan]
 
+INDEX, EXTRA_INDEX, FIND_LINKS = "index", "extra-index", "find-links"
+_INDEX_FLAGS = {INDEX: "--index-url", EXTRA_INDEX: "--extra-index-url", FIND_LINKS: "-f"}
+
+
+def pip_install_line(requirements: Sequence[str], index_url: Optional[str] = None, index_mode: str = INDEX,
+                     tool: str = "pip") -> str:
+    """The one way an install line is written, for the findings' fixes and `cudadoctor install`
+    alike: 'pip install torch==2.9.1 torchvision==0.24.1 --index-url URL' (tool 'uv pip' for uv).
+    Requirements with extras or wildcards are quoted for the shell."""
+    quoted = [f'"{r}"' if any(c in r for c in "[]*<>") else r for r in requirements]
+    index = f" {_INDEX_FLAGS[index_mode]} {index_url}" if index_url else ""
+    return f"{tool} install {' '.join(quoted)}{index}"
+
 
 @dataclass(frozen=True)
 class _Candidate:
@@ -123,13 +135,14 @@ class _Candidate:
     ptx: Tuple[str, ...]
     driver: Any  # matrix.cuda.DriverSupport, None for CPU builds or an unknown driver
     python_ok: Optional[bool]
+    gpus_known: bool = True  # False: a CUDA build for GPUs not named, whose SASS cannot be checked
 
     def driver_ok(self) -> bool:
         if self.driver is None:
             return True
         if self.driver.kind == NATIVE:
             return True
-        return self.driver.kind == MINOR_COMPAT and not self.ptx
+        return self.driver.kind == MINOR_COMPAT and not self.ptx and self.gpus_known
 
     def score(self, use_driver: bool) -> Tuple[Any, ...]:
         rule = self.driver.kind if (use_driver and self.driver is not None) else None
@@ -185,14 +198,16 @@ def _releases(matrix: Any, version: Optional[str]) -> List[Any]:
 
 
 def _evaluate(matrix: Any, driver: Optional[str], os: str, python: Optional[str],
-              ccs: List[Tuple[str, Tuple[int, int]]], platform: str, version: Optional[str]) -> List[_Candidate]:
+              ccs: List[Tuple[str, Tuple[int, int]]], platform: str, version: Optional[str],
+              cuda: Optional[str] = None, gpu: bool = False) -> List[_Candidate]:
     py, free = _python_key(python)
+    wanted = "cuda" if (ccs or gpu or cuda) else "cpu"
     out = []
     for rel in reversed(_releases(matrix, version)):
         pythons = rel.pythons(platform) + (rel.python_freethreaded if free else ())
         python_ok = None if py is None else py in pythons
         for var in rel.variants:
-            if platform not in var.platforms or var.kind != ("cuda" if ccs else "cpu"):
+            if platform not in var.platforms or var.kind != wanted or (cuda and not matches(var.cuda or "", cuda)):
                 continue
             arch_ok, ptx, missing = True, [], []
             archs, ptx_targets, _, _ = var.arch_lists(platform)  # what pytorch.arch_support applies
@@ -205,7 +220,7 @@ def _evaluate(matrix: Any, driver: Optional[str], os: str, python: Optional[str]
                     ptx.append(label)
             arch_text = f"no kernels for {', '.join(missing)}" if missing else ""
             ds = _driver_support(matrix, driver, var.cuda, os) if (driver and var.cuda) else None
-            out.append(_Candidate(rel, var, arch_ok, arch_text, tuple(ptx), ds, python_ok))
+            out.append(_Candidate(rel, var, arch_ok, arch_text, tuple(ptx), ds, python_ok, bool(ccs) or not var.cuda))
     return out
 
 
@@ -218,21 +233,23 @@ def _ranked(candidates: List[_Candidate], use_driver: bool, use_python: bool) ->
 
 def plan_torch(matrix: Any, driver: Optional[str], os: str, python: Optional[str],
                compute_capabilities: Sequence[str], platform: str = DEFAULT_PLATFORM,
-               version: Optional[str] = None) -> Plan:
+               version: Optional[str] = None, cuda: Optional[str] = None, gpu: bool = False) -> Plan:
     """The torch build for this machine (see the module docstring for the order of choice).
 
     ``driver``: the NVIDIA driver version (None: unknown, the plan then names the driver it
     needs); ``os``: linux or windows, whose driver table applies (windows under WSL2);
     ``python``: '3.11' or '3.11.7' (None: unknown); ``compute_capabilities``: one per GPU, e.g.
-    ['8.6', '12.0'] (empty: no GPU, the CPU build); ``platform``: the wheel platform
-    (linux-x86_64, linux-aarch64, windows-x86_64, macos-arm64); ``version``: keep to this release
-    or series ('2.5.1', '2.5')."""
+    ['8.6', '12.0'] (empty: no GPU, the CPU build, unless ``gpu`` or ``cuda`` ask for a CUDA
+    build for GPUs not named); ``platform``: the wheel platform (linux-x86_64, linux-aarch64,
+    windows-x86_64, macos-arm64); ``version``: keep to this release or series ('2.5.1', '2.5');
+    ``cuda``: keep to variants of this CUDA ('12.6', or a major '12')."""
     ccs = _ccs(compute_capabilities)
-    candidates = _evaluate(matrix, driver, os, python, ccs, platform, version)
+    candidates = _evaluate(matrix, driver, os, python, ccs, platform, version, cuda, gpu)
     ranked = _ranked(candidates, use_driver=True, use_python=True)
     if ranked:
         return _plan(matrix, ranked[0], driver, os, python, ccs, platform, candidates)
-    return _no_plan(matrix, candidates, driver, os, python, ccs, platform, version)
+    subject = " ".join(x for x in ("torch", version, f"for CUDA {cuda}" if cuda else "") if x)
+    return _no_plan(matrix, candidates, driver, os, python, ccs, platform, subject, bool(gpu or cuda))
 
 
 # ---------------------------------------------------------------------- the plan and its reasons
@@ -243,8 +260,13 @@ def _plan(matrix: Any, c: _Candidate, driver: Optional[str], os: str, python: Op
     rel, var = c.release, c.variant
     rel_ref = _ref("pytorch.json", rel.version)
     reasons: List[Reason] = []
-    if not ccs:
+    if not ccs and not var.cuda:
         reasons.append(Reason("no NVIDIA GPU: the CPU build", (rel_ref,)))
+    elif not ccs:
+        archs = var.arch_lists(platform)[0]
+        reasons.append(Reason(f"the GPUs are not known: torch {rel.version}+{var.name} has SASS for "
+                              f"{' '.join(archs)}; each GPU needs one of the same major and a minor at or "
+                              "below its own", (rel_ref,)))
     else:
         sass = [label for label, _ in ccs if label not in c.ptx]
         if sass:
@@ -312,6 +334,8 @@ def _rejection(c: _Candidate) -> str:
         return f"{name} has {c.arch_text}"
     if not c.driver_ok():
         need = c.driver.floor if (c.driver.kind == "too_old" and c.driver.floor) else c.driver.required
+        if c.driver.kind == MINOR_COMPAT and not c.gpus_known:
+            return f"{name} needs driver >= {c.driver.required} (the GPUs are not known: minor-version compatibility needs SASS for each)"
         if c.driver.kind == MINOR_COMPAT:
             return f"{name} would need PTX JIT with a driver below {c.driver.required}"
         return f"{name} needs driver >= {need}" if need else f"{name}: no driver minimum known"
@@ -328,11 +352,10 @@ def _span(pythons: Sequence[str]) -> str:
 
 
 def _no_plan(matrix: Any, candidates: List[_Candidate], driver: Optional[str], os: str, python: Optional[str],
-             ccs: List[Tuple[str, Tuple[int, int]]], platform: str, version: Optional[str]) -> NoPlan:
-    subject = f"torch {version}" if version else "torch"
+             ccs: List[Tuple[str, Tuple[int, int]]], platform: str, subject: str, gpu: bool = False) -> NoPlan:
     gpus = ", ".join(f"sm_{cc[0]}{cc[1]}" for _, cc in ccs)
     if not candidates:
-        return NoPlan((Reason(f"{subject} has no {'CUDA' if ccs else 'CPU'} wheels for {platform}"),))
+        return NoPlan((Reason(f"{subject} has no {'CUDA' if (ccs or gpu) else 'CPU'} wheels for {platform}"),))
     any_arch = _ranked(candidates, use_driver=False, use_python=False)
     if not any_arch:
         newest = candidates[0].release.version
@@ -357,7 +380,8 @@ def _no_plan(matrix: Any, candidates: List[_Candidate], driver: Optional[str], o
             text += f"; torch {plan_python.label} has wheels for {_span(pythons)}"
         reasons.append(Reason(text, (_ref("pytorch.json", runs[0].release.version),)))
     if driver and not runs:
-        text = f"driver {driver} runs no build of {subject} with kernels for {gpus}"
+        text = (f"driver {driver} runs no build of {subject} with kernels for {gpus}" if gpus
+                else f"driver {driver} runs no CUDA build of {subject}")
         if plan_driver:
             need = plan_driver.min_driver or plan_driver.floor_driver
             text += f"; torch {plan_driver.label} needs >= {need}"

@@ -355,3 +355,13 @@ def test_a_missing_field(data_copy: Path) -> None:
 def test_a_missing_table(data_copy: Path) -> None:
     (data_copy / "architectures.json").unlink()
     assert problems_of(data_copy) == ["architectures.json: file is missing"]
+
+
+def test_a_windows_r580_driver_numbered_581_is_still_r580() -> None:
+    """Windows drivers of a branch carry the next number too (R580: 580.xx and 581.xx)."""
+    from cudadoctor.matrix import Matrix
+
+    gpus = Matrix(str(DATA)).gpus
+    assert gpus.branch_major("581.57") == 580
+    assert gpus.driver_support("6.1", "581.57").kind == "ok"  # Pascal's last branch is R580
+    assert gpus.driver_support("6.1", "590.44.01").kind == "driver_dropped_gpu"

@@ -9,9 +9,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..matrix.archs import parse_arch, parse_compute_capability, support_of
-from ..matrix.versions import major, major_minor, vkey
+from ..matrix.versions import major, vkey
 from ..model import Category, Finding, FrameworkBuild, Gpu, Severity, Snapshot
 from ..planner import NoPlan, TorchPlan, plan_torch
+from ..planner_target import python_mm as _python_mm
+from ..planner_target import wheel_platform as wheel_platform  # the planner's, re-exported for the checks
 from .base import driver_version, gpus, os_of, ref
 from .base import finding as base_finding
 
@@ -90,29 +92,8 @@ def driver_cuda(snap: Snapshot, matrix: Any) -> Optional[str]:
     return matrix.cuda.newest_cuda_for_driver(version) if version else None
 
 
-def wheel_platform(snap: Snapshot) -> str:
-    """The wheel platform of the target: linux-x86_64, linux-aarch64, windows-x86_64, macos-arm64."""
-    tag = (snap.python.platform_tag or "") if snap.python else ""
-    host_os = snap.host.os if snap.host else None
-    arch = (snap.host.architecture or "") if snap.host else ""
-    if tag.startswith("win") or host_os == "windows":
-        system = "windows"
-    elif tag.startswith("macosx") or host_os == "macos":
-        system = "macos"
-    else:
-        system = "linux"
-    text = (tag or arch).lower()
-    if "aarch64" in text or "arm64" in text:
-        cpu = "arm64" if system == "macos" else "aarch64"
-    else:
-        cpu = "x86_64"
-    return f"{system}-{cpu}"
-
-
 def python_mm(snap: Snapshot) -> Optional[str]:
-    version = snap.python.version if snap.python else None
-    key = major_minor(version) if version else ()
-    return ".".join(str(x) for x in key) if len(key) == 2 else None
+    return _python_mm(snap.python.version if snap.python else None)
 
 
 # ---------------------------------------------------------------------------- builds

@@ -21,6 +21,7 @@ COMMANDS = {
     "explain": "explain",
     "smoke": "smoke",
     "data": "data",
+    "install": "install",
 }
 
 

@@ -25,7 +25,9 @@ from ._gpus_normalize import normalize_subsystem_id as normalize_subsystem_id
 from ._gpus_normalize import without_prefix
 from .versions import major
 
-TABLES = ("gpus.json", "architectures.json")
+# driver_branches.json: a driver version belongs to the newest branch at or below its first number
+# (Windows R580 drivers are numbered 580.xx and 581.xx).
+TABLES = ("gpus.json", "architectures.json", "driver_branches.json")
 SEGMENTS = ("datacenter", "workstation", "consumer", "laptop", "embedded")
 
 
@@ -147,6 +149,7 @@ class GpuData:
     _names: Tuple[Mapping[str, Tuple[GpuModel, ...]], ...] = field(default=(), repr=False, compare=False)
     _arch_by_name: Mapping[str, Architecture] = field(default_factory=dict, repr=False, compare=False)
     _arch_by_cc: Mapping[str, Architecture] = field(default_factory=dict, repr=False, compare=False)
+    _branch_majors: Tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     # ------------------------------------------------------------------ identification
 
@@ -265,11 +268,20 @@ class GpuData:
     def architecture_of_model(self, model: GpuModel) -> Optional[Architecture]:
         return self.architecture(model.architecture)
 
+    def branch_major(self, driver_version: str) -> Optional[int]:
+        """The branch a driver version belongs to, as a number: 581.57 -> 580 (a Windows R580
+        driver), 535.104.05 -> 535; the version's own first number when no listed branch is below it."""
+        number = major(driver_version)
+        if number is None:
+            return None
+        below = [b for b in self._branch_majors if b <= number]
+        return max(below) if below else number
+
     def driver_support(self, compute_capability: str, driver_version: str) -> GpuDriverSupport:
         """Whether the driver's branch (its major version: 535.104.05 -> R535) lies inside the
         architecture's window [first_driver_branch, last_driver_branch]."""
         arch = self.architecture_of(compute_capability)
-        number = major(driver_version) if isinstance(driver_version, str) else None
+        number = self.branch_major(driver_version) if isinstance(driver_version, str) else None
         branch = f"R{number}" if number is not None else None
         if arch is None or number is None:
             return GpuDriverSupport("unknown", arch, branch, arch.first_driver_branch if arch else None,
@@ -323,6 +335,7 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> GpuData:
         _pci=pci, _pci_default=default, _pci_subsystem=by_subsystem, _pci_unconfirmed=loose,
         _names=_name_indexes(models),
         _arch_by_name={a.name: a for a in reversed(architectures)}, _arch_by_cc=by_cc,
+        _branch_majors=tuple(sorted(int(r["major"]) for r in docs["driver_branches.json"]["records"])),
     )
 
 

@@ -1,0 +1,113 @@
+"""``cudadoctor install PACKAGE...``: the commands that install a build that works on a machine.
+
+The machine is this one (its probes) unless a described-machine flag is given (--driver, --gpu,
+--cc, --os, --platform): then the plan is for that machine and nothing of this one is used.
+--python and --cuda apply to both. The planning is :func:`cudadoctor.planner_install.plan_install`;
+this module reads the options, runs --verify, and prints (docs/install.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Optional, Tuple
+
+import click
+
+from ..errors import CudadoctorError, ExitCode
+from ..host import DEFAULT_TIMEOUT_S
+from ..planner_managers import MANAGERS
+from ..planner_target import OSES, PLATFORMS
+
+
+@click.command()
+@click.argument("packages", nargs=-1, required=True, metavar="PACKAGE...")
+@click.option("--version", "version", metavar="VERSION", help="Keep the framework to this release or series.")
+@click.option("--manager", type=click.Choice(MANAGERS), help="pip, uv, conda or pixi (default: pip, conda in a conda env).")
+@click.option("--driver", metavar="VERSION", help="Plan for a machine with this NVIDIA driver (e.g. 535.104.05).")
+@click.option("--gpu", "gpus", multiple=True, metavar="NAME", help="...with this GPU (repeatable): 'RTX 4090'.")
+@click.option("--cc", "ccs", multiple=True, metavar="X.Y", help="...with a GPU of this compute capability (repeatable).")
+@click.option("--python", "python", metavar="X.Y|PATH",
+              help="The Python version to plan for (or an interpreter whose environment is the target).")
+@click.option("--os", "os_name", type=click.Choice(OSES), help="...running this OS (wsl2: Linux wheels, Windows driver).")
+@click.option("--platform", type=click.Choice(PLATFORMS), help="...with this wheel platform.")
+@click.option("--cuda", metavar="X.Y", help="Keep to builds of this CUDA (12.6, or a major: 12).")
+@click.option("--index-url", "index_url", metavar="URL", help="A mirror of the plan's index (its variant path is kept).")
+@click.option("--verify", is_flag=True, help="Check that the index serves the wheels before printing (network).")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=DEFAULT_TIMEOUT_S, show_default=True,
+              metavar="SECONDS", help="Time limit for each probe command and each --verify request.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--machine", type=click.Path(file_okay=False), hidden=True, help="Replay a recorded machine folder.")
+def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional[str], driver: Optional[str],
+            gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str], os_name: Optional[str],
+            platform: Optional[str], cuda: Optional[str], index_url: Optional[str], verify: bool, timeout: float,
+            as_json: bool, machine: Optional[str]) -> int:
+    """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu: the exact pins, the
+    index or channel, and why; for this machine or a described one."""
+    from ..matrix import default_matrix
+    from ..planner_install import plan_install
+    from .install_output import print_json, print_text
+
+    matrix = default_matrix()
+    if index_url is not None and not re.match(r"^(https?|file)://\S+$", index_url):
+        raise CudadoctorError(f"--index-url {index_url}: not an http(s) URL")
+    target, where = _target(matrix, driver, gpus, ccs, python, os_name, platform, timeout, machine)
+    result = plan_install(matrix, target, packages, manager, version, cuda, index_url)
+    checked = _verify(matrix, result, timeout) if verify else None
+    (print_json if as_json else print_text)(result, where, checked)
+    if checked is not None and not all(v.ok for v in checked.values()):
+        return ExitCode.FINDINGS
+    return ExitCode.OK if result.ok else ExitCode.FINDINGS
+
+
+def _target(matrix: Any, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str],
+            os_name: Optional[str], platform: Optional[str], timeout: float, machine: Optional[str]) -> Tuple[Any, str]:
+    from ..planner_target import described, from_snapshot, with_python
+
+    if driver or gpus or ccs or os_name or platform:
+        if python and _is_path(python):
+            raise CudadoctorError("--python PATH inspects this machine; a described machine takes --python X.Y")
+        return described(matrix, driver, gpus, ccs, python, os_name, platform), "the described machine"
+    from ..api import collect
+
+    path = python if python and _is_path(python) else None
+    if path is not None and machine is None and not os.path.exists(path):
+        raise CudadoctorError(f"--python {path}: no such file", hint="give a Python version (3.11) or an interpreter")
+    host = None
+    if machine is not None:
+        from ..recorded import RecordedHost
+
+        if not os.path.isfile(os.path.join(machine, "machine.json")):
+            raise CudadoctorError(f"--machine {machine}: no machine.json in that folder")
+        host = RecordedHost.load(machine)
+    snapshot = collect(python=path, timeout=timeout, host=host,
+                       only=("host", "python", "driver", "gpus", "packages", "frameworks"))
+    target = from_snapshot(snapshot, matrix)
+    return (with_python(target, python) if python and not path else target), "this machine"
+
+
+def _is_path(value: str) -> bool:
+    return os.sep in value or "/" in value or value.startswith(".") or value.lower().startswith("python")
+
+
+def _verify(matrix: Any, result: Any, timeout: float) -> Any:
+    """{package: VerifyResult} for each pip/uv plan's exact pins, against the index pip will use."""
+    from ..planner_managers import index_for
+    from ..planner_verify import verify
+
+    if result.manager not in ("pip", "uv"):
+        raise CudadoctorError(f"--verify asks a pip index; --manager {result.manager} installs from channels")
+    if not result.target.python:
+        raise CudadoctorError("--verify needs the Python version", hint="add --python 3.11")
+    pypi = matrix.pytorch.package_index("pypi")
+    out = {}
+    for r in result.results:
+        if r.plan is None:
+            continue
+        url, mode = index_for(r.plan, result.index_url)
+        if mode == "find-links" or not url:
+            url = result.index_url or (pypi.url() if pypi is not None else None)
+        pins = [(p.name, p.version) for p in r.plan.pins if p.exact]
+        if url and pins:
+            out[r.name] = verify(pins, url, result.target.python, result.target.platform, timeout)
+    return out
