@@ -43,6 +43,11 @@ def find_fact(facts: Sequence[Fact], fact_id: str) -> Optional[Fact]:
     return None
 
 
+def build_for(builds: Sequence[Any], cuda_major: int) -> Any:
+    """The entry of ``builds`` (each with a ``cuda_major``) for that CUDA major, or None."""
+    return next((b for b in builds if b.cuda_major == cuda_major), None)
+
+
 def strs(items: Optional[Sequence[str]]) -> Tuple[str, ...]:
     return tuple(items or ())
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, Fact, facts_of, find_fact, in_range, norm_dist, prov, span, strs
+from ._ecocommon import Checker, Fact, build_for, facts_of, find_fact, in_range, norm_dist, prov, span, strs
 from .versions import major
 
 FILE = "jax.json"
@@ -53,10 +53,8 @@ class JaxRelease:
         return tuple(b.cuda_major for b in self.builds)
 
     def build(self, cuda_major: int) -> Optional[JaxBuild]:
-        for b in self.builds:
-            if b.cuda_major == cuda_major:
-                return b
-        return None
+        found: Optional[JaxBuild] = build_for(self.builds, cuda_major)
+        return found
 
     def contains(self, version: str) -> bool:
         return in_range(version, self.first, self.last)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, Fact, facts_of, find_fact, in_range, prov, span, strs
+from ._ecocommon import Checker, Fact, build_for, facts_of, find_fact, in_range, prov, span, strs
 from .versions import vkey
 
 FILE = "tensorrt.json"
@@ -49,10 +49,8 @@ class TrtRelease:
         return tuple(b.cuda_major for b in self.builds)
 
     def build(self, cuda_major: int) -> Optional[TrtBuild]:
-        for b in self.builds:
-            if b.cuda_major == cuda_major:
-                return b
-        return None
+        found: Optional[TrtBuild] = build_for(self.builds, cuda_major)
+        return found
 
     def pip_for(self, cuda_major: int) -> Tuple[str, ...]:
         """The distributions to install for CUDA ``cuda_major``: the per-major ones where the

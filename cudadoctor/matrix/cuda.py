@@ -20,8 +20,18 @@ TABLES = ("cuda_toolkits.json", "cuda_minor_compat.json", "driver_branches.json"
 FILE_OF = {"toolkits": "cuda_toolkits.json", "floors": "cuda_minor_compat.json", "branches": "driver_branches.json"}
 
 
+class _PerOs:
+    """Rows with a minimum driver per OS."""
+
+    linux_min_driver: Optional[str]
+    windows_min_driver: Optional[str]
+
+    def min_driver(self, os: str) -> Optional[str]:
+        return self.windows_min_driver if os == "windows" else self.linux_min_driver
+
+
 @dataclass(frozen=True)
-class ToolkitRelease:
+class ToolkitRelease(_PerOs):
     cuda: str  # "12.4.0"
     label: str
     linux_min_driver: Optional[str]
@@ -32,12 +42,9 @@ class ToolkitRelease:
     confidence: str
     note: Optional[str] = None
 
-    def min_driver(self, os: str) -> Optional[str]:
-        return self.windows_min_driver if os == "windows" else self.linux_min_driver
-
 
 @dataclass(frozen=True)
-class MinorCompatFloor:
+class MinorCompatFloor(_PerOs):
     cuda_major: int
     minor_version_compatibility: bool
     linux_min_driver: Optional[str]
@@ -45,9 +52,6 @@ class MinorCompatFloor:
     source: str
     confidence: str
     note: Optional[str] = None
-
-    def min_driver(self, os: str) -> Optional[str]:
-        return self.windows_min_driver if os == "windows" else self.linux_min_driver
 
 
 @dataclass(frozen=True)
