@@ -382,3 +382,4 @@ class Report:
     data_version: str
     findings: Tuple[Finding, ...] = ()
     checked: bool = False  # the checks ran (a probe-only report has no verdict)
+    redaction: Optional[str] = None  # how the report was redacted (cudadoctor.redact); None: not redacted

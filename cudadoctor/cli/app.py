@@ -22,6 +22,8 @@ COMMANDS = {
     "smoke": "smoke",
     "data": "data",
     "install": "install",
+    "report": "report",
+    "diff": "diff",
 }
 
 

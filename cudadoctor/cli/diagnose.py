@@ -20,7 +20,9 @@ from .output import emit, exit_code, format_options
 @format_options
 def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, ...], as_json: bool,
              fmt: Optional[str], verbose: bool, color: Optional[bool], fail_on: str) -> int:
-    """Diagnose a saved snapshot or report (FILE, '-' for stdin), or --facts FILE."""
+    """Diagnose a saved snapshot or report (FILE, '-' for stdin), or --facts FILE.
+
+    FILE may also be the Markdown of `cudadoctor report`: its JSON block is read."""
     from ..api import diagnose as run_diagnosis, make_report
     from ..facts import snapshot_from_facts
     from ..serialize import SnapshotError, snapshot_from_dict
@@ -52,6 +54,11 @@ def _read_json(path: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        from ..render.report_markdown import extract_json
+
+        embedded = extract_json(text)  # a Markdown report of `cudadoctor report`: its JSON block
+        if embedded is not None:
+            return json.loads(embedded)
         raise CudadoctorError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except (RecursionError, ValueError):
         raise CudadoctorError(f"{path}: not usable JSON") from None

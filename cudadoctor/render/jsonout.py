@@ -19,6 +19,7 @@ def envelope(report: Report) -> Dict[str, Any]:
         "data_version": report.data_version,
         "snapshot": snapshot_to_dict(report.snapshot),
         "findings": to_jsonable(list(report.findings)) if report.checked else None,
+        "redaction": report.redaction,
     }
 
 

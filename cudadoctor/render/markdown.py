@@ -17,6 +17,8 @@ def render_markdown(report: Report, stream: TextIO) -> None:
 def markdown_lines(report: Report) -> List[str]:
     snap = report.snapshot
     out = [f"### cudadoctor {report.tool_version} · data {report.data_version}", ""]
+    if report.redaction:
+        out += [f"_{_escape(report.redaction)}_", ""]
     if report.checked:
         severity, line = verdict(report.findings)
         out += [f"**{MARK[severity]} {_escape(line)}**", ""]

@@ -27,6 +27,8 @@ def render_text(report: Report, stream: TextIO, color: bool = False, verbose: bo
     style = Style(color)
     snap = report.snapshot
     out: List[str] = [header(report, style), ""]
+    if report.redaction:
+        out[-1:] = [style(line, DIM) for line in textwrap.wrap(report.redaction, WRAP, break_on_hyphens=False)] + [""]
     if report.checked:
         out.extend(findings_block(report.findings, style, verbose))
     for label, lines in sections(snap, verbose):

@@ -1,0 +1,111 @@
+"""``cudadoctor report``: everything a bug report needs, redacted, in one paste (docs/reports.md).
+
+It probes, runs the checks (and the quick smoke tests where a GPU answers, as ``check`` does),
+redacts the Report (:mod:`cudadoctor.redact`) and renders it: Markdown sized for an issue body,
+text, or the JSON envelope. A report is not a verdict: it exits 0 once written, whatever it found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Optional, Tuple
+
+import click
+
+from ..errors import CudadoctorError, ExitCode
+from ..host import DEFAULT_TIMEOUT_S
+from ..model import Report
+
+FORMATS = ("markdown", "text", "json")
+SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".json": "json"}
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: markdown, or text on a terminal; -o picks by its suffix).")
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
+@click.option("--smoke/--no-smoke", default=True, show_default=True,
+              help="Run the quick smoke tests when a GPU answers (as `check` does).")
+@click.option("--python", "python", metavar="PATH",
+              help="Inspect the environment of this interpreter (default: the active venv or conda env).")
+@click.option("--redact", "patterns", multiple=True, metavar="PATTERN",
+              help="Also replace every match of this regular expression (repeatable).")
+@click.option("--no-redact", is_flag=True, help="Keep usernames, hostnames, paths, addresses and secrets as they are.")
+@click.option("--keep-hostname", is_flag=True, help="Redact, but keep the hostname (fleets, clusters).")
+@click.option("--max-length", type=click.IntRange(min=2000), default=None, metavar="CHARS",
+              help="Shorten the Markdown to at most this many characters (default 60,000: a GitHub issue "
+                   "holds 65,536, and your own words need room).")
+@click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=DEFAULT_TIMEOUT_S, show_default=True,
+              metavar="SECONDS", help="Time limit for each external command (nvidia-smi, nvcc, ...).")
+@click.option("--machine", type=click.Path(file_okay=False), hidden=True, help="Replay a recorded machine folder.")
+def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optional[str], patterns: Tuple[str, ...],
+           no_redact: bool, keep_hostname: bool, max_length: Optional[int], timeout: float, machine: Optional[str]) -> int:
+    """A report to paste into a bug tracker: verdict, key versions, findings, every fact, and the
+    JSON a maintainer replays with `cudadoctor diagnose`. Redacted unless --no-redact."""
+    from ..api import collect, diagnose, make_report
+    from ..redact import redact
+    from .check import _has_gpu, _host, _with_quick_smoke
+
+    if no_redact and (patterns or keep_hostname):
+        raise CudadoctorError("--no-redact keeps every value: it does not go with --redact or --keep-hostname")
+    compiled = _patterns(patterns)
+    name = fmt or _default_format(output)
+    host = _host(machine)
+    if python is not None and machine is None and not os.path.exists(python):
+        raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
+    snapshot = collect(python=python, timeout=timeout, host=host)
+    if python is not None and snapshot.python is None:
+        reason = snapshot.errors_of("python")
+        raise CudadoctorError(
+            f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""))
+    if smoke and machine is None and _has_gpu(snapshot):
+        snapshot = _with_quick_smoke(snapshot, python)
+    result = make_report(snapshot, diagnose(snapshot))
+    if not no_redact:
+        result, _ = redact(result, compiled, keep_hostname=keep_hostname)
+    color = output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    text = _render(result, name, color, max_length)
+    if output is None:
+        sys.stdout.write(text)
+        return ExitCode.OK
+    try:
+        with open(output, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise CudadoctorError(f"-o {output}: {exc.strerror or exc}") from None
+    how = "not redacted" if no_redact else "redacted"
+    sys.stderr.write(f"cudadoctor: wrote the report to {output} ({name}, {how}, {len(text):,} characters)\n")
+    return ExitCode.OK
+
+
+def _default_format(output: Optional[str]) -> str:
+    if output is not None:
+        return SUFFIXES.get(os.path.splitext(output)[1].lower(), "markdown")
+    return "text" if sys.stdout.isatty() else "markdown"
+
+
+def _patterns(patterns: Tuple[str, ...]) -> Tuple[str, ...]:
+    for pattern in patterns:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise CudadoctorError(f"--redact {pattern!r}: not a regular expression ({exc})") from None
+        if compiled.search(""):
+            raise CudadoctorError(f"--redact {pattern!r} matches the empty string", hint="give a pattern that needs a character")
+    return patterns
+
+
+def _render(result: Report, name: str, color: bool, max_length: Optional[int]) -> str:
+    import io
+
+    if name == "markdown":
+        from ..render.report_fit import DEFAULT_BUDGET, fit_markdown
+
+        return fit_markdown(result, max_length or DEFAULT_BUDGET)[0]
+    from ..render import RENDERERS
+
+    stream = io.StringIO()
+    RENDERERS[name](result, stream, color, True)
+    return stream.getvalue()
