@@ -1,7 +1,8 @@
 """Where the compatibility data lives and which version it is.
 
 The wheel ships ``compat_data/`` inside the package (``cudadoctor/compat_data``); a source
-checkout has it at the top level beside the package. Only the manifest is read here, so
+checkout has it at the top level beside the package. A newer installed bundle (``cudadoctor data update``) or an explicit
+folder may be used instead: see :mod:`cudadoctor.data_store`. Only the manifest is read here, so
 ``cudadoctor --version`` stays cheap.
 """
 
@@ -21,7 +22,8 @@ class DataInfo:
     directory: str
     data_version: str
     schema_version: int
-    origin: str  # "shipped" (inside the installed package) or "source" (a checkout)
+    origin: str  # "shipped" (inside the package), "source" (a checkout), "installed", "env", "option"
+    warning: Optional[str] = None  # an installed bundle that was skipped, and why
 
 
 def shipped_data_dir() -> Optional[str]:
@@ -29,6 +31,14 @@ def shipped_data_dir() -> Optional[str]:
         if os.path.isfile(os.path.join(candidate, "manifest.json")):
             return candidate
     return None
+
+
+def shipped_origin(directory: str) -> str:
+    """"shipped" or "source" for a directory returned by :func:`shipped_data_dir`."""
+    for candidate, origin in _candidates():
+        if os.path.abspath(directory) == candidate:
+            return origin
+    return "shipped"
 
 
 def _candidates() -> list[tuple[str, str]]:
@@ -40,17 +50,27 @@ def _candidates() -> list[tuple[str, str]]:
 
 @lru_cache(maxsize=None)
 def data_info() -> Optional[DataInfo]:
-    """The manifest of the data in use, or ``None`` when no data can be found or read."""
-    for directory, origin in _candidates():
-        path = os.path.join(directory, "manifest.json")
-        try:
-            with open(path, encoding="utf-8") as fh:
-                manifest = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if isinstance(manifest, dict) and isinstance(manifest.get("data_version"), str):
-            schema = manifest.get("schema_version")
-            return DataInfo(directory, manifest["data_version"], schema if isinstance(schema, int) else 0, origin)
+    """The manifest of the data in use (see :func:`cudadoctor.data_store.choose_data_dir`), or
+    ``None`` when no data can be found or read."""
+    from .data_store import choose_data_dir
+    from .matrix.load import DataError
+
+    try:
+        choice = choose_data_dir()
+    except DataError:
+        return None
+    path = os.path.join(choice.directory, "manifest.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            manifest = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if isinstance(manifest, dict) and isinstance(manifest.get("data_version"), str):
+        schema = manifest.get("schema_version")
+        return DataInfo(
+            choice.directory, manifest["data_version"], schema if isinstance(schema, int) else 0,
+            choice.origin, choice.warning,
+        )
     return None
 
 

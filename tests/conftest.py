@@ -45,3 +45,11 @@ def without_timing(snapshot: Snapshot) -> Snapshot:
 def comparable() -> Callable[[Snapshot], Snapshot]:
     """:func:`without_timing`, as a fixture."""
     return without_timing
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the real user data dir (installed data bundles): CUDADOCTOR_DATA_HOME points
+    at an empty folder, and CUDADOCTOR_DATA_DIR is unset, so the shipped data is used."""
+    monkeypatch.setenv("CUDADOCTOR_DATA_HOME", str(tmp_path_factory.mktemp("data_home")))
+    monkeypatch.delenv("CUDADOCTOR_DATA_DIR", raising=False)

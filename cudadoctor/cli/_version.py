@@ -7,4 +7,5 @@ from ..datadir import data_info
 def line() -> str:
     info = data_info()
     data = f"compat data {info.data_version} ({info.origin}: {info.directory})" if info else "compat data not found"
-    return f"cudadoctor {__version__} · {data}"
+    warning = f"\nwarning: {info.warning}" if info and info.warning else ""
+    return f"cudadoctor {__version__} · {data}{warning}"

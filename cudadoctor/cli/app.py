@@ -39,8 +39,30 @@ class LazyGroup(click.Group):
         return command if isinstance(command, click.Command) else None
 
 
+def _data_option(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
+    from ..data_store import set_data_option
+    from ..datadir import data_info
+    from ..matrix import default_matrix
+
+    set_data_option(value)
+    data_info.cache_clear()
+    default_matrix.cache_clear()
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(version_line())
+        ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(message="%(version)s", version=version_line(), package_name="cudadoctor")
+@click.option(
+    "--data", "data_dir", type=click.Path(file_okay=False), is_eager=True, expose_value=False,
+    callback=_data_option, metavar="DIR",
+    help="Use the compat_data folder DIR (also CUDADOCTOR_DATA_DIR).",
+)
+@click.option("--version", is_flag=True, is_eager=True, expose_value=False, callback=_show_version,
+              help="Show the version and the data in use, and exit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:

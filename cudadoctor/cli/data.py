@@ -14,7 +14,7 @@ from ..errors import CudadoctorError, ExitCode
 
 @click.group()
 def data() -> None:
-    """The compatibility data: info, validate, show."""
+    """The compatibility data: info, validate, show, rollback."""
 
 
 def _matrix(path: Optional[str] = None) -> Any:
@@ -36,6 +36,7 @@ def info() -> int:
         f"data version    {matrix.data_version}",
         f"schema version  {matrix.manifest.schema_version}",
         f"directory       {matrix.directory}",
+        f"origin          {getattr(matrix, 'origin', 'folder')}",
         "",
         f"{'table':<28} {'records':>7}  {'secondary/unverified':>20}  sources",
     ]
@@ -98,3 +99,39 @@ def show(table: str, as_json: bool) -> int:
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+@data.command()
+@click.option("--url", default=None, help="Bundle manifest URL (else CUDADOCTOR_DATA_URL, else data_url in the config file).")
+@click.option("--allow-downgrade", is_flag=True, help="Install the bundle even if its data is older than the data in use.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Connect/read timeout in seconds.")
+def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
+    """Download, verify and install newer compatibility data."""
+    from ..data_update import UpdateError
+    from ..data_update import update as run_update
+
+    try:
+        result = run_update(url, allow_downgrade=allow_downgrade, timeout=timeout)
+    except UpdateError as exc:
+        raise CudadoctorError(f"data update failed: {exc}; nothing was changed", exit_code=ExitCode.FINDINGS) from None
+    except OSError as exc:
+        raise CudadoctorError(f"data update failed: {exc}; nothing was changed", exit_code=ExitCode.FINDINGS) from None
+    if not result.installed:
+        click.echo(f"data {result.data_version} is already in use; nothing to do")
+    else:
+        click.echo(f"installed data {result.data_version} (was {result.previous or 'none'}) from {result.url}")
+    return ExitCode.OK
+
+
+@data.command()
+def rollback() -> int:
+    """Go back to the previously installed data bundle."""
+    from ..data_store import StoreError
+    from ..data_store import rollback as store_rollback
+
+    try:
+        version = store_rollback()
+    except StoreError as exc:
+        raise CudadoctorError(str(exc), hint="cudadoctor data info") from None
+    click.echo("the shipped data is in use again" if version == "shipped" else f"data {version} is current again")
+    return ExitCode.OK

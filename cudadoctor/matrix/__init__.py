@@ -14,7 +14,6 @@ import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple, cast
 
-from ..datadir import shipped_data_dir
 from .load import DataError, Manifest, read_manifest, read_table
 
 if TYPE_CHECKING:
@@ -42,6 +41,7 @@ class Matrix:
     def __init__(self, directory: str, check_schemas: bool = True) -> None:
         self.directory = directory
         self.check_schemas = check_schemas
+        self.origin = "folder"  # where the data came from; set by default_matrix()
         self.manifest: Manifest = read_manifest(directory)
         self._docs: Dict[str, Mapping[str, Any]] = {}
         self._built: Dict[str, Any] = {}
@@ -140,13 +140,22 @@ class Matrix:
 
 @lru_cache(maxsize=None)
 def default_matrix() -> Matrix:
-    """The data shipped with cudadoctor (inside the wheel, or beside a source checkout).
+    """The data in use: ``--data DIR`` / ``$CUDADOCTOR_DATA_DIR``, else the newer of the data
+    shipped with cudadoctor and a valid installed bundle (see :mod:`cudadoctor.data_store`).
+    An installed bundle that cannot be used is skipped with a one-line warning on stderr.
 
     Its schemas are not re-checked on every run: the shipped files are checked by the test
-    suite before a release (tests/test_matrix.py) and by `cudadoctor data validate`, and checking
-    all tables would cost a diagnosis more time than everything else it does. A broken file
-    still fails with a DataError when its rows are built."""
-    directory = shipped_data_dir()
-    if directory is None:
-        raise DataError("compat_data", ["not found beside or inside the cudadoctor package"])
-    return Matrix(directory, check_schemas=False)
+    suite before a release (tests/test_matrix.py) and by `cudadoctor data validate`, an
+    installed bundle in full when it was installed, and checking all tables would cost a
+    diagnosis more time than everything else it does. A broken file still fails with a
+    DataError when its rows are built."""
+    import sys
+
+    from ..data_store import choose_data_dir
+
+    choice = choose_data_dir()
+    if choice.warning:
+        sys.stderr.write(f"cudadoctor: warning: {choice.warning}\n")
+    matrix = Matrix(choice.directory, check_schemas=False)
+    matrix.origin = choice.origin
+    return matrix
