@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Tuple
 
 from . import __version__
-from .datadir import data_version
+from .datadir import data_info
 from .host import DEFAULT_TIMEOUT_S, Host, RealHost
 from .model import Finding, Report, Snapshot
 
@@ -33,6 +33,7 @@ def diagnose(snapshot: Snapshot, only: Optional[Sequence[str]] = None, matrix: A
 
 def make_report(snapshot: Snapshot, findings: Optional[Sequence[Finding]] = None) -> Report:
     """A report; ``findings=None`` means the checks did not run (probe facts only)."""
-    matrix_version = data_version()
-    return Report(snapshot=snapshot, tool_version=__version__, data_version=matrix_version,
+    info = data_info()
+    return Report(snapshot=snapshot, tool_version=__version__, data_version=info.data_version if info else "unknown",
+                  data_origin=info.origin if info else None,
                   findings=tuple(findings or ()), checked=findings is not None)

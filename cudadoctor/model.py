@@ -382,4 +382,5 @@ class Report:
     data_version: str
     findings: Tuple[Finding, ...] = ()
     checked: bool = False  # the checks ran (a probe-only report has no verdict)
+    data_origin: Optional[str] = None  # shipped | source | installed | env | option: where the data came from
     redaction: Optional[str] = None  # how the report was redacted (cudadoctor.redact); None: not redacted

@@ -9,7 +9,8 @@ from cudadoctor.api import make_report
 from cudadoctor.model import SCHEMA_VERSION, DriverInfo, Gpu, Snapshot
 from cudadoctor.render.jsonout import ENVELOPE_VERSION, envelope
 
-ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "snapshot", "findings", "redaction"]
+ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "data_origin", "snapshot", "findings",
+                 "redaction"]
 SNAPSHOT_KEYS = [
     "schema_version", "tool_version", "created_at", "host", "python", "driver", "gpus", "gpus_source", "toolkits",
     "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s", "error_message", "smoke",

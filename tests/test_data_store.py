@@ -213,3 +213,13 @@ def test_rolling_back_the_first_update_returns_to_the_shipped_data(home: Path, t
     assert data_store.choose_data_dir().directory == SHIPPED
     assert data_store.rollback() == "2099.1.0"  # and forward again
     assert data_store.choose_data_dir().data_version == "2099.1.0"
+
+
+def test_reports_name_installed_data(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data_store.install_bundle(str(make_data(tmp_path, "2099.1.0")), "2099.1.0")
+    machine = Path(__file__).resolve().parent / "machines" / "h200-driver580-torch211-cu130"
+    assert run(["check", "--machine", str(machine), "--no-checks"]) == 0
+    assert " · data 2099.1.0 (installed) · " in capsys.readouterr().out.splitlines()[0]
+    assert run(["check", "--machine", str(machine), "--no-checks", "--json"]) == 0
+    envelope = json.loads(capsys.readouterr().out)
+    assert (envelope["data_version"], envelope["data_origin"]) == ("2099.1.0", "installed")

@@ -17,6 +17,7 @@ def envelope(report: Report) -> Dict[str, Any]:
         "format_version": ENVELOPE_VERSION,
         "tool_version": report.tool_version,
         "data_version": report.data_version,
+        "data_origin": report.data_origin,
         "snapshot": snapshot_to_dict(report.snapshot),
         "findings": to_jsonable(list(report.findings)) if report.checked else None,
         "redaction": report.redaction,

@@ -7,7 +7,7 @@ from typing import List, Optional, TextIO
 
 from ..model import Finding, Report, Severity
 from .findings import MARK, fix_lines, problems, verdict
-from .text import framework_line, sections
+from .text import data_label, framework_line, sections
 
 
 def render_markdown(report: Report, stream: TextIO) -> None:
@@ -16,7 +16,7 @@ def render_markdown(report: Report, stream: TextIO) -> None:
 
 def markdown_lines(report: Report) -> List[str]:
     snap = report.snapshot
-    out = [f"### cudadoctor {report.tool_version} · data {report.data_version}", ""]
+    out = [f"### cudadoctor {report.tool_version} · data {data_label(report)}", ""]
     if report.redaction:
         out += [f"_{_escape(report.redaction)}_", ""]
     if report.checked:

@@ -21,7 +21,7 @@ from .findings import MARK, problems, verdict
 from ..serialize import to_jsonable
 from .jsonout import envelope
 from .markdown import _escape, _finding
-from .text import framework_line, sections
+from .text import data_label, framework_line, sections
 
 GITHUB_LIMIT = 65_536  # characters in an issue or comment body
 
@@ -46,7 +46,7 @@ def report_markdown(report: Report, layout: Layout = Layout()) -> str:
         out += [f"**{MARK[severity]} {_escape(line)}**", ""]
     out += key_table(report.snapshot) + [""]
     created = f" · collected {report.snapshot.created_at}" if report.snapshot.created_at else ""
-    out += [f"<sub>cudadoctor {_escape(report.tool_version)} · data {_escape(report.data_version)}{_escape(created)}"
+    out += [f"<sub>cudadoctor {_escape(report.tool_version)} · data {_escape(data_label(report))}{_escape(created)}"
             "</sub>", ""]
     out += _notes(report, layout)
     for f in problems(report.findings):

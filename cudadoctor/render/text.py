@@ -108,7 +108,13 @@ def header(report: Report, style: Style) -> str:
     if py and py.executable:
         env = f", {py.env_kind} {py.env_name}" if py.env_kind in ("venv", "conda") and py.env_name else ""
         target = f"target {py.executable} ({py.version}{env})"
-    return style(f"cudadoctor {report.tool_version}", BOLD) + f" · data {report.data_version} · {target}"
+    return style(f"cudadoctor {report.tool_version}", BOLD) + f" · data {data_label(report)} · {target}"
+
+
+def data_label(report: Report) -> str:
+    """'2026.12.0', or '2026.12.0 (installed)' when the data is not the one shipped with the tool."""
+    origin = report.data_origin
+    return report.data_version if origin in (None, "shipped", "source") else f"{report.data_version} ({origin})"
 
 
 def sections(snap: Snapshot, verbose: bool) -> Sequence[Tuple[str, List[str]]]:
