@@ -15,15 +15,10 @@ that ``cudadoctor check`` reads only ``state.json`` and the bundle's ``manifest.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
-import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -98,6 +93,8 @@ def bundles_dir() -> str:
 def new_staging_dir() -> str:
     """An empty ``bundles/.staging-<random>`` folder to download a bundle into (same file system
     as its final place, so that :func:`install_bundle` only renames it)."""
+    import tempfile
+
     os.makedirs(bundles_dir(), exist_ok=True)
     return tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=bundles_dir())
 
@@ -131,6 +128,7 @@ def _read_state() -> Dict[str, Any]:
 
 
 def _write_state(state: Dict[str, Any]) -> None:
+    import tempfile
     root = user_data_dir()
     os.makedirs(root, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=root)
@@ -157,6 +155,8 @@ def _markers(state: Dict[str, Any]) -> Dict[str, Any]:
 
 def file_hashes(directory: str) -> Dict[str, Dict[str, Any]]:
     """{relative path (with /): {"sha256", "size"}} of every file under ``directory``."""
+    import hashlib
+
     out: Dict[str, Dict[str, Any]] = {}
     for root, dirs, files in os.walk(directory):
         dirs.sort()
@@ -230,6 +230,8 @@ def installed() -> Optional[InstalledBundle]:
 def _pause(point: str) -> None:
     """Tests only: with CUDADOCTOR_INSTALL_PAUSE=<point>:<flag file>, create the flag file and
     wait here (to be killed)."""
+    import time
+
     spec = os.environ.get(ENV_PAUSE, "")
     if spec.partition(":")[0] != point:
         return
@@ -244,6 +246,10 @@ def install_bundle(staged_dir: str, data_version: str, min_tool_version: Optiona
     Validates it in full first (raises :class:`StoreError`, nothing changed). A folder made by
     :func:`new_staging_dir` is moved into place; any other one is copied. The previous current
     bundle is kept as ``previous``; every other bundle is removed."""
+    import shutil
+    import time
+    import uuid
+
     if not _VERSION_RE.match(data_version):
         raise StoreError(f"{data_version!r} is not a data version (YYYY.MM.N)")
     if not tool_is_new_enough(min_tool_version):
@@ -299,6 +305,9 @@ def install_bundle(staged_dir: str, data_version: str, min_tool_version: Optiona
 
 def _prune(keep: set[str]) -> List[str]:
     """Remove bundles not kept, and staging folders left by runs that died over an hour ago."""
+    import shutil
+    import time
+
     root = bundles_dir()
     pruned = []
     for name in sorted(os.listdir(root)):
