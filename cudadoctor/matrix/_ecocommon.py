@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Set, Tuple
 
+from .load import provenance
 from .versions import VersionKey, at_least, vkey
 
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
@@ -28,8 +29,7 @@ class Fact:
     note: Optional[str] = None
 
 
-def prov(rec: Mapping[str, Any]) -> Dict[str, Any]:
-    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
+prov = provenance  # the fields every record carries (matrix.load.provenance)
 
 
 def facts_of(doc: Mapping[str, Any]) -> Tuple[Fact, ...]:

@@ -12,8 +12,9 @@ NVIDIA publishes two rules and tools tend to pick one silently (shared/USERS.md 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
+from .load import provenance
 from .versions import at_least, major, matches, vkey
 
 TABLES = ("cuda_toolkits.json", "cuda_minor_compat.json", "driver_branches.json")
@@ -78,10 +79,6 @@ class DriverSupport:
     floor: Optional[str]  # the major's minor-version-compatibility floor
     release: Optional[ToolkitRelease]
     floor_record: Optional[MinorCompatFloor]
-
-
-def _common(rec: Mapping[str, Any]) -> Dict[str, Any]:
-    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
 
 
 @dataclass(frozen=True)
@@ -157,20 +154,20 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> CudaData:
         ToolkitRelease(
             cuda=r["cuda"], label=r["label"], linux_min_driver=r.get("linux_min_driver"),
             windows_min_driver=r.get("windows_min_driver"), driver_branch=r.get("driver_branch"),
-            prerelease=bool(r.get("prerelease", False)), **_common(r),
+            prerelease=bool(r.get("prerelease", False)), **provenance(r),
         )
         for r in docs["cuda_toolkits.json"]["records"]
     )
     floors = tuple(
         MinorCompatFloor(
             cuda_major=r["cuda_major"], minor_version_compatibility=r["minor_version_compatibility"],
-            linux_min_driver=r.get("linux_min_driver"), windows_min_driver=r.get("windows_min_driver"), **_common(r),
+            linux_min_driver=r.get("linux_min_driver"), windows_min_driver=r.get("windows_min_driver"), **provenance(r),
         )
         for r in docs["cuda_minor_compat.json"]["records"]
     )
     branches = tuple(
         DriverBranch(branch=r["branch"], major=r["major"], max_cuda=r["max_cuda"],
-                     designation=r.get("designation"), **_common(r))
+                     designation=r.get("designation"), **provenance(r))
         for r in docs["driver_branches.json"]["records"]
     )
     return CudaData(toolkits, floors, branches)

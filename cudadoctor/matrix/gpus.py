@@ -23,6 +23,7 @@ from ._gpus_normalize import normalize_name as normalize_name
 from ._gpus_normalize import normalize_pci_id as normalize_pci_id
 from ._gpus_normalize import normalize_subsystem_id as normalize_subsystem_id
 from ._gpus_normalize import without_prefix
+from .load import provenance
 from .versions import major
 
 # driver_branches.json: a driver version belongs to the newest branch at or below its first number
@@ -314,10 +315,6 @@ class GpuData:
 # ---------------------------------------------------------------------- build
 
 
-def _common(rec: Mapping[str, Any]) -> Dict[str, Any]:
-    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
-
-
 def _number(value: Any) -> Optional[float]:
     return float(value) if value is not None else None
 
@@ -348,7 +345,7 @@ def _model(r: Mapping[str, Any]) -> GpuModel:
         pci_device_ids_unconfirmed=tuple(r.get("pci_device_ids_unconfirmed", ())),
         compute_capability=r["compute_capability"], architecture=r["architecture"], chip=r.get("chip"),
         segment=r["segment"], memory_gib=_number(r.get("memory_gib")),
-        memory_bandwidth_gbs=_number(r.get("memory_bandwidth_gbs")), **_common(r),
+        memory_bandwidth_gbs=_number(r.get("memory_bandwidth_gbs")), **provenance(r),
     )
 
 
@@ -361,7 +358,7 @@ def _architecture(generation: int, r: Mapping[str, Any]) -> Architecture:
         requires_open_kernel_modules=r.get("requires_open_kernel_modules"),
         pci_device_id_ranges=tuple(PciRange(b["chip"], int(b["first"], 16), int(b["last"], 16), b.get("compute_capability"))
                                    for b in r.get("pci_device_id_ranges", ())),
-        **_common(r),
+        **provenance(r),
     )
 
 

@@ -105,6 +105,11 @@ def _label(data: Any, problem: str) -> str:
     return f"{m.group(1)}[{index}]{f' ({ident})' if ident else ''}: {field}{rest}"
 
 
+def provenance(rec: Mapping[str, Any]) -> Dict[str, Any]:
+    """The fields every record carries, as keyword arguments for its row: source, confidence, note."""
+    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
+
+
 def record_id(record: Mapping[str, Any]) -> Optional[str]:
     for key in ID_KEYS:
         value = record.get(key)

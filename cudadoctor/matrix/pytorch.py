@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from .archs import PTX_JIT, SASS, ComputeCapability, parse_arch, parse_compute_capability, support_of
+from .load import provenance
 from .versions import major_minor, vkey
 
 TABLES = ("pytorch.json", "package_indexes.json")
@@ -318,10 +319,6 @@ class PytorchData:
 # ---------------------------------------------------------------------- building
 
 
-def _common(rec: Mapping[str, Any]) -> Dict[str, Any]:
-    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
-
-
 def _variant(v: Mapping[str, Any]) -> Variant:
     per = tuple(
         (platform, PlatformArchs(None if e["archs"] is None else tuple(e["archs"]),
@@ -330,7 +327,7 @@ def _variant(v: Mapping[str, Any]) -> Variant:
     )
     return Variant(
         name=v["name"], cuda=v.get("cuda"), rocm=v.get("rocm"), cudnn=v.get("cudnn"), nccl=v.get("nccl"),
-        archs=tuple(v["archs"]), ptx=tuple(v["ptx"]), platforms=tuple(v["platforms"]), per_platform=per, **_common(v),
+        archs=tuple(v["archs"]), ptx=tuple(v["ptx"]), platforms=tuple(v["platforms"]), per_platform=per, **provenance(v),
     )
 
 
@@ -351,7 +348,7 @@ def _release(r: Mapping[str, Any]) -> Release:
         linux_default_variant=r["linux_default_variant"],
         pypi_variant_by_platform=tuple(r["pypi_variant_by_platform"].items()),
         variants=tuple(_variant(v) for v in r["variants"]),
-        torchvision=r["torchvision"], torchaudio=r["torchaudio"], conda=_conda(r["conda"]), **_common(r),
+        torchvision=r["torchvision"], torchaudio=r["torchaudio"], conda=_conda(r["conda"]), **provenance(r),
     )
 
 
@@ -359,7 +356,7 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> PytorchData:
     releases = tuple(_release(r) for r in docs[FILE]["records"])
     indexes = tuple(
         PackageIndex(id=i["id"], kind=i["kind"], url_pattern=i["url_pattern"], placeholders=tuple(i["placeholders"]),
-                     channel=i.get("channel"), **_common(i))
+                     channel=i.get("channel"), **provenance(i))
         for i in docs[INDEX_FILE]["records"]
     )
     return PytorchData(releases, indexes)

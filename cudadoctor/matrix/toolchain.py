@@ -19,12 +19,13 @@ the data say so (``None`` or ``status == "unknown"``) rather than guess.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 from ._toolchain_parse import cc_of_sm as cc_of_sm
 from ._toolchain_parse import cudnn_version as cudnn_version
 from ._toolchain_parse import mm
 from ._toolchain_parse import sm_of as sm_of
+from .load import provenance
 from .versions import VersionKey, major, vkey
 
 TABLES = ("toolkit_archs.json", "host_compilers.json", "cudnn.json")
@@ -313,17 +314,13 @@ def _within(have: Optional[int], low: Optional[int], high: Optional[int]) -> Opt
 # ---------------------------------------------------------------------------- build
 
 
-def _common(rec: Mapping[str, Any]) -> Dict[str, Any]:
-    return {"source": rec["source"], "confidence": rec["confidence"], "note": rec.get("note")}
-
-
 def build(docs: Mapping[str, Mapping[str, Any]]) -> ToolchainData:
     archs = tuple(
         ArchRow(
             sm=r["sm"], compute_capability=r["compute_capability"], architecture=r.get("architecture"),
             first_cuda=r["first_cuda"], deprecated_in=r.get("deprecated_in"), last_cuda=r.get("last_cuda"),
             variants=tuple(ArchVariant(v["sm"], v["first_cuda"], v.get("last_cuda")) for v in r.get("variants", [])),
-            renamed_to=r.get("renamed_to"), formerly=r.get("formerly"), **_common(r),
+            renamed_to=r.get("renamed_to"), formerly=r.get("formerly"), **provenance(r),
         )
         for r in docs["toolkit_archs.json"]["records"]
     )
@@ -335,7 +332,7 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> ToolchainData:
             if r.get("msvc") else None,
             updates=tuple(CompilerUpdate(u["cuda"], u.get("gcc_max"), u.get("clang_max"))
                           for u in r.get("updates", [])),
-            **_common(r),
+            **provenance(r),
         )
         for r in docs["host_compilers.json"]["records"]
     )
@@ -348,7 +345,7 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> ToolchainData:
                 for c in r["cuda"]
             ),
             cuda_partial=bool(r.get("cuda_partial", False)), min_compute_capability=r.get("min_compute_capability"),
-            **_common(r),
+            **provenance(r),
         )
         for r in docs["cudnn.json"]["records"]
     )
