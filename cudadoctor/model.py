@@ -384,3 +384,4 @@ class Report:
     checked: bool = False  # the checks ran (a probe-only report has no verdict)
     data_origin: Optional[str] = None  # shipped | source | installed | env | option: where the data came from
     redaction: Optional[str] = None  # how the report was redacted (cudadoctor.redact); None: not redacted
+    node: Optional[str] = None  # the node it comes from (cudadoctor.node); a pseudonym when redacted

@@ -9,7 +9,7 @@ from cudadoctor.api import make_report
 from cudadoctor.model import SCHEMA_VERSION, DriverInfo, Gpu, Snapshot
 from cudadoctor.render.jsonout import ENVELOPE_VERSION, envelope
 
-ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "data_origin", "snapshot", "findings",
+ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "data_origin", "node", "snapshot", "findings",
                  "redaction"]
 SNAPSHOT_KEYS = [
     "schema_version", "tool_version", "created_at", "host", "python", "driver", "gpus", "gpus_source", "toolkits",

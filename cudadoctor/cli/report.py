@@ -7,6 +7,7 @@ text, or the JSON envelope. A report is not a verdict: it exits 0 once written, 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -25,7 +26,9 @@ SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".json":
 @click.command()
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: markdown, or text on a terminal; -o picks by its suffix).")
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of stdout.")
+@click.option("-o", "--output", metavar="FILE",
+              help="Write the report to FILE instead of stdout; {host} in FILE stands for the node's name "
+                   "(its pseudonym when redacted), e.g. reports/{host}.json on every node of a cluster.")
 @click.option("--smoke/--no-smoke", default=True, show_default=True,
               help="Run the quick smoke tests when a GPU answers (as `check` does).")
 @click.option("--python", "python", metavar="PATH",
@@ -33,7 +36,8 @@ SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".json":
 @click.option("--redact", "patterns", multiple=True, metavar="PATTERN",
               help="Also replace every match of this regular expression (repeatable).")
 @click.option("--no-redact", is_flag=True, help="Keep usernames, hostnames, paths, addresses and secrets as they are.")
-@click.option("--keep-hostname", is_flag=True, help="Redact, but keep the hostname (fleets, clusters).")
+@click.option("--keep-hostname", is_flag=True,
+              help="Redact, but keep the hostname and the node's name (fleets, clusters: for internal use).")
 @click.option("--max-length", type=click.IntRange(min=2000), default=None, metavar="CHARS",
               help="Shorten the Markdown to at most this many characters (default 60,000: a GitHub issue "
                    "holds 65,536, and your own words need room).")
@@ -46,6 +50,7 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
     JSON a maintainer replays with `cudadoctor diagnose`. Redacted unless --no-redact."""
     from ..api import collect, diagnose, make_report
     from ..redact import redact
+    from ..node import expand, node_name, pseudonym
     from .check import _has_gpu, _host, _with_quick_smoke
 
     if no_redact and (patterns or keep_hostname):
@@ -62,22 +67,55 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
             f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""))
     if smoke and machine is None and _has_gpu(snapshot):
         snapshot = _with_quick_smoke(snapshot, python)
+    node = node_name(snapshot)  # where the report is written: also when it replays a recorded machine
     result = make_report(snapshot, diagnose(snapshot))
     if not no_redact:
         result, _ = redact(result, compiled, keep_hostname=keep_hostname)
+    shown_node = node if (no_redact or keep_hostname or node is None) else pseudonym(node)
+    result = dataclasses.replace(result, node=shown_node)
     color = output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     text = _render(result, name, color, max_length)
     if output is None:
         sys.stdout.write(text)
         return ExitCode.OK
-    try:
-        with open(output, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise CudadoctorError(f"-o {output}: {exc.strerror or exc}") from None
+    output = expand(output, shown_node)
+    _write(output, text)
     how = "not redacted" if no_redact else "redacted"
     sys.stderr.write(f"cudadoctor: wrote the report to {output} ({name}, {how}, {len(text):,} characters)\n")
     return ExitCode.OK
+
+
+def _write(path: str, text: str) -> None:
+    """Write atomically (a temporary file in the same folder, then a rename), creating the folder:
+    on a cluster, a summary that reads the folder while nodes still write sees whole reports only."""
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise CudadoctorError(f"-o {path}: {folder} is not a folder")
+    tmp = None
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".cudadoctor-", suffix=".tmp", dir=folder)
+        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise CudadoctorError(f"-o {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _default_format(output: Optional[str]) -> str:

@@ -18,6 +18,7 @@ def envelope(report: Report) -> Dict[str, Any]:
         "tool_version": report.tool_version,
         "data_version": report.data_version,
         "data_origin": report.data_origin,
+        "node": report.node,
         "snapshot": snapshot_to_dict(report.snapshot),
         "findings": to_jsonable(list(report.findings)) if report.checked else None,
         "redaction": report.redaction,
