@@ -11,7 +11,7 @@ import click
 from ..errors import ExitCode
 from ..model import Finding, Report, Severity
 
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("text", "json", "markdown", "line")  # line: the environment and the verdict in one line
 FAIL_ON = ("error", "warning", "never")
 
 

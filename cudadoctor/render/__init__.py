@@ -25,8 +25,15 @@ def _markdown(report: Report, stream: TextIO, color: bool, verbose: bool) -> Non
     render_markdown(report, stream)
 
 
+def _line(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
+    from .oneline import render_line
+
+    render_line(report, stream)
+
+
 RENDERERS: Dict[str, Callable[[Report, TextIO, bool, bool], None]] = {
     "text": _text,
     "json": _json,
     "markdown": _markdown,
+    "line": _line,
 }

@@ -32,11 +32,17 @@ def verdict(findings: Sequence[Finding]) -> Tuple[Severity, str]:
     for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.CRASHED, "crashed check")):
         if c.get(severity):
             parts.append(f"{c[severity]} {word}{'s' if c[severity] != 1 else ''}")
-    roots = [f for f in found if f.caused_by is None]
-    first = roots[0] if roots else found[0]
+    first = lead(found)
     if len(found) == 1:
         return found[0].severity, f"1 problem: {first.title}"
     return found[0].severity, f"{len(found)} problems ({', '.join(parts)}); the root cause: {first.title}"
+
+
+def lead(found: Sequence[Finding]) -> Finding:
+    """The problem a user should read first: the first one that follows from no other.
+    ``found`` is non-empty and ordered as the checks return it (most severe first)."""
+    roots = [f for f in found if f.caused_by is None]
+    return roots[0] if roots else found[0]
 
 
 def fix_lines(f: Finding) -> List[str]:
