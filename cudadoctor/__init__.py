@@ -1,3 +1,73 @@
-"""cudadoctor: why a GPU software stack does or does not work, and how to fix it."""
+"""cudadoctor: why a GPU software stack does or does not work, and how to fix it.
+
+The library API (docs/api.md)::
+
+    import cudadoctor
+
+    snapshot = cudadoctor.collect()                 # probe this machine
+    findings = cudadoctor.diagnose(snapshot)        # what is wrong, with the fix
+    print(cudadoctor.explain(exc))                  # what a CUDA error means here
+    cudadoctor.install_excepthook()                 # ... for every uncaught one
+
+The names load on first use, so ``import cudadoctor`` stays as cheap as ``cudadoctor --version``
+needs (no click, no framework, no compatibility data).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Dict, List
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "CudadoctorError",
+    "Explanation",
+    "collect",
+    "diagnose",
+    "explain",
+    "install_excepthook",
+    "make_report",
+    "plan_install",
+    "report",
+    "smoke",
+    "uninstall_excepthook",
+]
+
+# Which module defines each name; imported when the name is first asked for.
+_HOME: Dict[str, str] = {name: "api" for name in __all__}
+_HOME.update(CudadoctorError="errors", Explanation="explanation")
+
+if TYPE_CHECKING:  # the real signatures, for mypy and IDEs
+    from .api import collect, diagnose, explain, make_report, plan_install, report, smoke
+    from .errors import CudadoctorError
+    from .excepthook import install_excepthook, uninstall_excepthook
+    from .explanation import Explanation
+else:
+    # ``cudadoctor.smoke`` is also the package of the smoke suites, and importing any of its modules
+    # (``check`` does) sets the attribute to that package, hiding a function of the same name. So the
+    # package itself is made callable: ``cudadoctor.smoke(...)`` runs :func:`cudadoctor.api.smoke`,
+    # and ``cudadoctor.smoke.runner`` still works. The package's own imports are light (os, typing).
+    from . import smoke as _smoke_package
+
+    class _CallableSmoke(types.ModuleType):
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            from .api import smoke
+
+            return smoke(*args, **kwargs)
+
+    _smoke_package.__class__ = _CallableSmoke
+    del _smoke_package
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'cudadoctor' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+
+
+def __dir__() -> List[str]:
+    return sorted(set(__all__) | {"__version__"})

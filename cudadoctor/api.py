@@ -1,33 +1,80 @@
-"""The library surface the CLI calls: plain functions over typed values."""
+"""The library surface: plain functions over typed values, the ones the CLI calls and
+``import cudadoctor`` exposes (docs/api.md).
+
+Expected failures (bad input, an unreadable file) raise :class:`~cudadoctor.errors.CudadoctorError`
+with a one-line message and a hint. Nothing here imports a framework, and this module's own
+imports stay light: a framework may call ``cudadoctor.install_excepthook()`` when it loads.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+import dataclasses
+import os
+import re
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
 from . import __version__
 from .datadir import data_info
+from .errors import CudadoctorError
+from .excepthook import install_excepthook, uninstall_excepthook
 from .host import DEFAULT_TIMEOUT_S, Host, RealHost
-from .model import Finding, Report, Snapshot
+from .model import Finding, Report, SmokeResult, Snapshot
+
+if TYPE_CHECKING:
+    from .explanation import Explanation
+    from .planner_install import InstallResult
+    from .planner_target import Target
+
+__all__ = ["CudadoctorError", "collect", "diagnose", "explain", "install_excepthook", "make_report", "plan_install",
+           "report", "smoke", "uninstall_excepthook"]
+
+# What a snapshot-like argument may be: a Snapshot, a Report, a dict (a snapshot or report JSON
+# document as loaded, or the facts of docs/facts.md), or the path of such a JSON file.
+SnapshotLike = Union[Snapshot, Report, Mapping[str, Any], str, "os.PathLike[str]"]
+TARGET_KEYS = ("driver", "gpus", "ccs", "python", "os", "platform", "gpu")
+_PYTHON_VERSION = re.compile(r"^\s*\d+\.\d+t?\s*$")
+_INSTALL_PROBES = ("host", "python", "driver", "gpus", "packages", "frameworks")
 
 
-def collect(
-    python: Optional[str] = None,
-    timeout: float = DEFAULT_TIMEOUT_S,
-    host: Optional[Host] = None,
-    only: Optional[Sequence[str]] = None,
-) -> Snapshot:
-    """Probe this machine (or ``host``) for the stack of the interpreter ``python``."""
+def collect(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, host: Optional[Host] = None,
+            only: Optional[Sequence[str]] = None) -> Snapshot:
+    """Probe this machine (or ``host``) for the stack of the interpreter ``python`` (default: the
+    active venv or conda env). Never imports a framework; each external command is bounded by
+    ``timeout`` seconds. Probes that fail record a ProbeError instead of raising.
+
+    >>> snap = cudadoctor.collect(host=RecordedHost.load("tests/machines/h200-driver580-torch211-cu130"))
+    >>> [g.name for g in snap.gpus or ()], snap.driver.driver_version if snap.driver else None
+    (['NVIDIA H200'], '580.159.03')
+    """
     from .probes import collect as run_probes
 
     return run_probes(host or RealHost(), python=python, timeout=timeout, only=only)
 
 
-def diagnose(snapshot: Snapshot, only: Optional[Sequence[str]] = None, matrix: Any = None) -> Tuple[Finding, ...]:
-    """Run the checks (all, or those producing the codes or named in ``only``) on a snapshot.
-    Pure: the same snapshot and data give the same findings."""
-    from .checks import run_checks, select
+def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] = None,
+             matrix: Any = None) -> Tuple[Finding, ...]:
+    """Run the checks (all, or those producing the codes or named in ``only``) and return the
+    findings, most severe first. Pure: the same input and data give the same findings.
+
+    ``snapshot_or_facts``: a Snapshot; a Report (its snapshot is diagnosed again with today's data);
+    a dict: a snapshot or report JSON document, or the flat facts of docs/facts.md; or the path of
+    such a JSON file (or of a Markdown report).
+
+    >>> [f.code for f in cudadoctor.diagnose({"driver_version": "470.82.01", "torch_version": "2.5.1",
+    ...                                        "torch_cuda": "12.4"})]
+    ['driver-too-old-for-build']
+    """
+    from .checks import CHECKS, all_codes, run_checks, select
     from .matrix import default_matrix
 
+    snapshot = as_snapshot(snapshot_or_facts)
+    if isinstance(only, str):
+        only = (only,)
+    if only:
+        known = set(all_codes()) | {c.name for c in CHECKS}
+        unknown = [n for n in only if n not in known]
+        if unknown:
+            raise CudadoctorError(f"no check or finding code {unknown[0]!r}", hint="cudadoctor check --list")
     return run_checks(snapshot, matrix or default_matrix(), select(only))
 
 
@@ -37,3 +84,265 @@ def make_report(snapshot: Snapshot, findings: Optional[Sequence[Finding]] = None
     return Report(snapshot=snapshot, tool_version=__version__, data_version=info.data_version if info else "unknown",
                   data_origin=info.origin if info else None,
                   findings=tuple(findings or ()), checked=findings is not None)
+
+
+def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: Optional[SnapshotLike] = None,
+            python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
+            host: Optional[Host] = None) -> "Explanation":
+    """Explain an error: the known error signatures in it, each one's causes most likely first,
+    and which holds on this machine. ``error`` is the error text, or an exception (its type,
+    message, chained causes and traceback are matched). ``check=False``: do not probe; causes are
+    then judged on ``snapshot`` when one is given, else not judged. ``str(result)`` is the text of
+    ``cudadoctor explain``.
+
+    >>> e = cudadoctor.explain(RuntimeError("CUDA error: no kernel image is available for "
+    ...                                     "execution on the device"), check=False)
+    >>> e.matches[0].signature, e.matches[0].categories[0].value
+    ('cuda-no-kernel-image', 'arch_unsupported')
+    """
+    from .explanation import explain_message, judge, message_of
+
+    if not isinstance(error, (str, BaseException)):
+        raise CudadoctorError(f"explain: give the error text or an exception, not {type(error).__name__}")
+    message = message_of(error)
+    if not message.strip():
+        raise CudadoctorError("no error text to explain", hint='cudadoctor.explain("CUDA error: ...") or explain(exc)')
+    if snapshot is not None:
+        if python is not None or host is not None:
+            raise CudadoctorError("explain: snapshot= does not go with python= or host=")
+        kind, what = (("snapshot", os.fspath(snapshot)) if isinstance(snapshot, (str, os.PathLike))
+                      else ("given", "snapshot"))
+        return explain_message(message, judge(message, as_snapshot(snapshot), kind, what))
+    if not check:
+        return explain_message(message)
+    snap = collect(python=_interpreter(python, host), timeout=timeout, host=host)
+    target = snap.python.executable if snap.python and snap.python.executable else "unknown"
+    return explain_message(message, judge(message, snap, "host" if host is not None else "machine", target))
+
+
+def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mapping[str, Any], "Target"] = None, *,
+                 manager: Optional[str] = None, version: Optional[str] = None, cuda: Optional[str] = None,
+                 index_url: Optional[str] = None, python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 host: Optional[Host] = None) -> "InstallResult":
+    """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu, as ``cudadoctor install``
+    does: exact pins, index or channel, what to uninstall first, and why.
+
+    ``target=None`` plans for this machine (probed; ``python`` is an interpreter path or an X.Y
+    version). Else a described machine: a dict with any of ``driver`` ('550.54.15'), ``gpus``
+    (['RTX 4090']), ``ccs`` (['8.9']), ``python`` ('3.11'), ``os`` (linux, windows, wsl2),
+    ``platform`` (linux-x86_64, ...), ``gpu`` (True: plan a CUDA build with no GPU named), or a
+    :class:`~cudadoctor.planner_target.Target`. ``result.ok`` is False when a package has no plan
+    (``results[i].nofit`` says what would fit).
+
+    >>> r = cudadoctor.plan_install("torch", {"driver": "550.54.15", "gpus": ["RTX 4090"], "python": "3.11"})
+    >>> r.ok, r.results[0].plan.label
+    (True, 'torch 2.14.1+cu126')
+    """
+    from .matrix import default_matrix
+    from .planner_install import plan_install as plan
+
+    matrix = default_matrix()
+    names = (packages,) if isinstance(packages, str) else tuple(packages)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise CudadoctorError("plan_install: give the package names to plan, e.g. ['torch']")
+    if index_url is not None and not re.match(r"^(https?|file)://\S+$", index_url):
+        raise CudadoctorError(f"index_url {index_url}: not an http(s) URL")
+    return plan(matrix, _install_target(matrix, target, python, timeout, host), names, manager, version, cuda,
+                index_url)
+
+
+def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *, python: Optional[str] = None,
+          gpus: Optional[Sequence[int]] = None, timeout: Optional[float] = None, duration: Optional[float] = None,
+          snapshot: Optional[Snapshot] = None) -> Tuple[SmokeResult, ...]:
+    """Run smoke suites (small real workloads on the GPUs), each in its own child process of the
+    target interpreter, bounded by ``timeout`` seconds (default: quick 60, standard 300, stress
+    ``duration`` + 120). Default suites: the driver suite plus the suite of every framework
+    installed. Never raises for a failing GPU: each result's ``status`` says what happened.
+
+    >>> [(r.suite, r.status, r.reason) for r in cudadoctor.smoke("driver")]  # a machine without a driver
+    [('driver', 'skipped', 'libcuda.so.1 not found: no NVIDIA driver')]
+    """
+    from .smoke import SUITES, TIERS
+    from .smoke.runner import run_suites
+
+    chosen = (suites,) if isinstance(suites, str) else tuple(suites or ())
+    unknown = [s for s in chosen if s not in SUITES]
+    if unknown:
+        raise CudadoctorError(f"no smoke suite named {unknown[0]!r}", hint=f"suites: {', '.join(SUITES)}")
+    if tier not in TIERS:
+        raise CudadoctorError(f"no smoke tier {tier!r}", hint=f"tiers: {', '.join(TIERS)}")
+    if gpus is not None and not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus):
+        raise CudadoctorError("gpus: give GPU indexes (0, 1, ...) as the process sees them")
+    for name, value in (("timeout", timeout), ("duration", duration)):
+        if value is not None and not (isinstance(value, (int, float)) and value > 0):
+            raise CudadoctorError(f"{name}: give a positive number of seconds")
+    if duration is not None and tier != "stress":
+        raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
+    snap = snapshot or collect(python=_interpreter(python, None))
+    if not chosen:
+        from .cli.smoke import default_suites  # the command's choice; it lives in the CLI module for now
+
+        chosen = tuple(default_suites(snap))
+    target = python or (snap.python.executable if snap.python and snap.python.executable else None)
+    return run_suites(list(dict.fromkeys(chosen)), python=target, tier=tier,
+                      gpus=tuple(dict.fromkeys(gpus)) if gpus is not None else None,
+                      duration=duration, timeout=timeout, snapshot=snap)
+
+
+def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool = False,
+           patterns: Sequence[str] = (), snapshot: Optional[SnapshotLike] = None, smoke: bool = False,
+           python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, host: Optional[Host] = None,
+           max_length: Optional[int] = None) -> str:
+    """The text ``cudadoctor report`` writes: verdict, versions, findings, facts and the replayable
+    JSON, redacted unless ``redact=False``. ``format``: markdown (sized for an issue body, at most
+    ``max_length`` characters, default 60,000), text or json. ``snapshot``: report on a saved
+    snapshot, report, facts dict or file instead of probing; ``smoke``: also run the quick smoke
+    tests when a GPU answers.
+
+    >>> print(cudadoctor.report("text", host=RecordedHost.load("tests/machines/h200-driver580-torch211-cu130")))
+    cudadoctor 0.1.0 · data 2026.11.0 · target /opt/torch/.venv/bin/python (3.12.3, venv .venv)
+    Redacted by cudadoctor: 1 username, 1 hostname, 1 GPU UUID, 1 GPU serial; placeholders such as
+    ...
+    """
+    from .cli.report import FORMATS, _patterns, _render  # the command's own rendering, shared
+    from .node import node_name, pseudonym
+    from .redact import redact as redact_report
+
+    if format not in FORMATS:
+        raise CudadoctorError(f"report format {format!r}: not one of {', '.join(FORMATS)}")
+    if isinstance(patterns, str):
+        patterns = (patterns,)
+    if not redact and (patterns or keep_hostname):
+        raise CudadoctorError("redact=False keeps every value: it does not go with patterns or keep_hostname")
+    if max_length is not None and (not isinstance(max_length, int) or max_length < 2000):
+        raise CudadoctorError("max_length: give a number of characters of at least 2000")
+    compiled = _patterns(tuple(patterns))
+    if snapshot is not None:
+        if python is not None or host is not None:
+            raise CudadoctorError("report: snapshot= does not go with python= or host=")
+        snap = as_snapshot(snapshot)
+    else:
+        snap = collect(python=_interpreter(python, host), timeout=timeout, host=host)
+        if smoke and host is None:
+            from .cli.check import _has_gpu, _with_quick_smoke  # as `check` and `report` run them
+
+            if _has_gpu(snap):
+                snap = _with_quick_smoke(snap, python)
+    # The node's name as `cudadoctor report` stamps it; a given snapshot is not this node, so only
+    # its own hostname counts (not this process's SLURMD_NODENAME and the like).
+    node = node_name(snap, {} if snapshot is not None else None)
+    result = make_report(snap, diagnose(snap))
+    if redact:
+        result, _ = redact_report(result, compiled, keep_hostname=keep_hostname)
+    shown = node if (not redact or keep_hostname or node is None) else pseudonym(node)
+    return _render(dataclasses.replace(result, node=shown), format, False, max_length)
+
+
+# ---------------------------------------------------------------------------- input
+
+
+def read_json(path: Union[str, "os.PathLike[str]"], label: Optional[str] = None, markdown: bool = False) -> Any:
+    """The JSON value in the file ``path`` (``markdown``: or the JSON block of a Markdown report of
+    ``cudadoctor report``). Failures raise CudadoctorError naming ``label`` (default: the path)."""
+    import json
+
+    name = label or os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise CudadoctorError(f"{name}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CudadoctorError(f"{name}: not a UTF-8 text file") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        embedded = _markdown_json(text) if markdown else None
+        if embedded is not None:
+            return embedded
+        raise CudadoctorError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except (RecursionError, ValueError):
+        raise CudadoctorError(f"{name}: not usable JSON") from None
+
+
+def _markdown_json(text: str) -> Any:
+    import json
+
+    from .render.report_markdown import extract_json
+
+    embedded = extract_json(text)
+    return json.loads(embedded) if embedded is not None else None
+
+
+def as_snapshot(value: SnapshotLike) -> Snapshot:
+    """A Snapshot from what :func:`diagnose` accepts; CudadoctorError when it is none of those.
+    A dict is read as facts (docs/facts.md) when it has no ``schema_version`` or ``format`` and
+    every key is a fact; otherwise as a snapshot or report document."""
+    from .facts import FACT_KEYS, snapshot_from_facts
+    from .serialize import SnapshotError, snapshot_from_dict
+
+    if isinstance(value, Snapshot):
+        return value
+    if isinstance(value, Report):
+        return value.snapshot
+    where = ""
+    if isinstance(value, (str, os.PathLike)):
+        where = f"{os.fspath(value)}: "
+        value = read_json(value, markdown=True)
+    if not isinstance(value, Mapping):
+        raise CudadoctorError(f"{where}expected a Snapshot, a Report, a dict of facts or a snapshot, or a JSON "
+                              f"file of one, not {type(value).__name__}")
+    facts = "schema_version" not in value and "format" not in value and all(k in FACT_KEYS for k in value)
+    try:
+        return snapshot_from_facts(value) if facts else snapshot_from_dict(value)
+    except SnapshotError as exc:
+        typed = "schema_version" in value or "format" in value
+        raise CudadoctorError(f"{where}{exc}", hint=None if typed else "a dict is read as facts when every key is one "
+                              "of docs/facts.md, else as a snapshot (docs/snapshot.md)") from None
+    except RecursionError:
+        raise CudadoctorError(f"{where}nested too deeply") from None
+
+
+def _interpreter(python: Optional[str], host: Optional[Host]) -> Optional[str]:
+    """``python`` checked as an interpreter path on this machine (a replayed host has its own)."""
+    if python is not None and host is None and not os.path.exists(python):
+        raise CudadoctorError(f"python={python}: no such file", hint="give the path of a Python interpreter")
+    return python
+
+
+def _install_target(matrix: Any, target: Union[None, Mapping[str, Any], "Target"], python: Optional[str],
+                    timeout: float, host: Optional[Host]) -> "Target":
+    from .planner_target import OSES, Target, described, from_snapshot, with_python
+
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, Mapping):
+        unknown = [k for k in target if k not in TARGET_KEYS]
+        if unknown:
+            raise CudadoctorError(f"target: unknown key {unknown[0]!r}", hint=f"keys: {', '.join(TARGET_KEYS)}")
+        if python is not None:
+            raise CudadoctorError("a described target takes its Python as target['python'] ('3.11')")
+        strings = {k: target.get(k) for k in ("driver", "python", "os", "platform")}
+        bad = [k for k, v in strings.items() if v is not None and not isinstance(v, str)]
+        if bad:
+            raise CudadoctorError(f"target[{bad[0]!r}]: expected a string")
+        if strings["os"] is not None and strings["os"] not in OSES:
+            raise CudadoctorError(f"target['os'] {strings['os']!r}: not one of {', '.join(OSES)}")
+        return described(matrix, strings["driver"], _strings(target, "gpus"), _strings(target, "ccs"),
+                         strings["python"], strings["os"], strings["platform"], bool(target.get("gpu", False)))
+    if target is not None:
+        raise CudadoctorError(f"target: give None (this machine), a dict or a Target, not {type(target).__name__}")
+    version = python if python is not None and _PYTHON_VERSION.match(python) else None
+    path = None if version is not None else _interpreter(python, host)
+    snapshot = collect(python=path, timeout=timeout, host=host, only=_INSTALL_PROBES)
+    return with_python(from_snapshot(snapshot, matrix), version)
+
+
+def _strings(target: Mapping[str, Any], key: str) -> Tuple[str, ...]:
+    value = target.get(key)
+    if value is None:
+        return ()
+    values = (value,) if isinstance(value, str) else value
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+        raise CudadoctorError(f"target[{key!r}]: expected a name or a list of names")
+    return tuple(values)
