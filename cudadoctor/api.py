@@ -8,7 +8,6 @@ imports stay light: a framework may call ``cudadoctor.install_excepthook()`` whe
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
@@ -180,7 +179,7 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
         raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
     snap = snapshot or collect(python=_interpreter(python, None))
     if not chosen:
-        from .cli.smoke import default_suites  # the command's choice; it lives in the CLI module for now
+        from .reporting import default_suites
 
         chosen = tuple(default_suites(snap))
     target = python or (snap.python.executable if snap.python and snap.python.executable else None)
@@ -204,19 +203,18 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
     Redacted by cudadoctor: 1 username, 1 hostname, 1 GPU UUID, 1 GPU serial; placeholders such as
     ...
     """
-    from .cli.report import FORMATS, _patterns, _render  # the command's own rendering, shared
-    from .node import node_name, pseudonym
-    from .redact import redact as redact_report
+    from .node import node_name
+    from .reporting import REPORT_FORMATS, check_patterns, finish_report, render_report, with_quick_smoke
 
-    if format not in FORMATS:
-        raise CudadoctorError(f"report format {format!r}: not one of {', '.join(FORMATS)}")
+    if format not in REPORT_FORMATS:
+        raise CudadoctorError(f"report format {format!r}: not one of {', '.join(REPORT_FORMATS)}")
     if isinstance(patterns, str):
         patterns = (patterns,)
     if not redact and (patterns or keep_hostname):
         raise CudadoctorError("redact=False keeps every value: it does not go with patterns or keep_hostname")
     if max_length is not None and (not isinstance(max_length, int) or max_length < 2000):
         raise CudadoctorError("max_length: give a number of characters of at least 2000")
-    compiled = _patterns(tuple(patterns))
+    compiled = check_patterns(tuple(patterns), label="patterns:")
     if snapshot is not None:
         if python is not None or host is not None:
             raise CudadoctorError("report: snapshot= does not go with python= or host=")
@@ -224,18 +222,13 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
     else:
         snap = collect(python=_interpreter(python, host), timeout=timeout, host=host)
         if smoke and host is None:
-            from .cli.check import _has_gpu, _with_quick_smoke  # as `check` and `report` run them
-
-            if _has_gpu(snap):
-                snap = _with_quick_smoke(snap, python)
+            snap = with_quick_smoke(snap, python)  # as `check` and `report` run them
     # The node's name as `cudadoctor report` stamps it; a given snapshot is not this node, so only
     # its own hostname counts (not this process's SLURMD_NODENAME and the like).
     node = node_name(snap, {} if snapshot is not None else None)
-    result = make_report(snap, diagnose(snap))
-    if redact:
-        result, _ = redact_report(result, compiled, keep_hostname=keep_hostname)
-    shown = node if (not redact or keep_hostname or node is None) else pseudonym(node)
-    return _render(dataclasses.replace(result, node=shown), format, False, max_length)
+    result = finish_report(make_report(snap, diagnose(snap)), redact=redact, keep_hostname=keep_hostname,
+                           patterns=compiled, node=node)
+    return render_report(result, format, False, max_length)
 
 
 # ---------------------------------------------------------------------------- input

@@ -237,12 +237,6 @@ def _load_snapshot(path: str) -> Snapshot:
 
 def _with_smoke(snapshot: Snapshot) -> Snapshot:
     """The quick smoke tests, as `cudadoctor check` runs them: only where a driver lists GPUs."""
-    if not (snapshot.gpus and snapshot.gpus_source in ("nvml", "nvidia-smi")):
-        return snapshot
-    import dataclasses
+    from .reporting import with_quick_smoke
 
-    from .cli.smoke import default_suites
-    from .smoke.runner import run_suites
-
-    results = run_suites(default_suites(snapshot), python=sys.executable, tier="quick", snapshot=snapshot)
-    return dataclasses.replace(snapshot, smoke=results)
+    return with_quick_smoke(snapshot, sys.executable)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Optional, Tuple
 
@@ -10,7 +9,7 @@ import click
 
 from ..errors import CudadoctorError, ExitCode
 from ..host import DEFAULT_TIMEOUT_S, Host
-from ..model import Snapshot
+from ..reporting import with_quick_smoke
 from .output import emit, exit_code, format_options
 
 
@@ -43,27 +42,11 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
         raise CudadoctorError(
             f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""),
         )
-    if not (no_smoke or no_checks or checks or machine) and _has_gpu(snapshot):
-        snapshot = _with_quick_smoke(snapshot, python)
+    if not (no_smoke or no_checks or checks or machine):
+        snapshot = with_quick_smoke(snapshot, python)
     findings = None if no_checks else diagnose(snapshot, only=checks or None)
     emit(make_report(snapshot, findings), fmt, as_json, verbose, color)
     return exit_code(findings or (), fail_on)
-
-
-def _has_gpu(snapshot: Snapshot) -> bool:
-    """Smoke tests need a GPU a driver answers for; without one they would only say so again."""
-    return bool(snapshot.gpus) and snapshot.gpus_source in ("nvml", "nvidia-smi")
-
-
-def _with_quick_smoke(snapshot: Snapshot, python: Optional[str]) -> Snapshot:
-    """The quick tier of the driver suite and of every installed framework's suite, each in its own
-    child process of the target interpreter (docs/smoke.md)."""
-    from ..smoke.runner import run_suites
-    from .smoke import default_suites
-
-    results = run_suites(default_suites(snapshot), python=snapshot.python.executable if snapshot.python else python,
-                         tier="quick", snapshot=snapshot)
-    return dataclasses.replace(snapshot, smoke=results)
 
 
 def _list() -> int:

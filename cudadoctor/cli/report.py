@@ -7,9 +7,7 @@ text, or the JSON envelope. A report is not a verdict: it exits 0 once written, 
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 import sys
 from typing import Optional, Tuple
 
@@ -17,9 +15,9 @@ import click
 
 from ..errors import CudadoctorError, ExitCode
 from ..host import DEFAULT_TIMEOUT_S
-from ..model import Report
+from ..reporting import REPORT_FORMATS, check_patterns, finish_report, render_report, with_quick_smoke
 
-FORMATS = ("markdown", "text", "json")
+FORMATS = REPORT_FORMATS
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".json": "json"}
 
 
@@ -49,13 +47,12 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
     """A report to paste into a bug tracker: verdict, key versions, findings, every fact, and the
     JSON a maintainer replays with `cudadoctor diagnose`. Redacted unless --no-redact."""
     from ..api import collect, diagnose, make_report
-    from ..redact import redact
-    from ..node import expand, node_name, pseudonym
-    from .check import _has_gpu, _host, _with_quick_smoke
+    from ..node import expand, node_name
+    from .check import _host
 
     if no_redact and (patterns or keep_hostname):
         raise CudadoctorError("--no-redact keeps every value: it does not go with --redact or --keep-hostname")
-    compiled = _patterns(patterns)
+    compiled = check_patterns(patterns)
     name = fmt or _default_format(output)
     host = _host(machine)
     if python is not None and machine is None and not os.path.exists(python):
@@ -65,20 +62,17 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
         reason = snapshot.errors_of("python")
         raise CudadoctorError(
             f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""))
-    if smoke and machine is None and _has_gpu(snapshot):
-        snapshot = _with_quick_smoke(snapshot, python)
-    node = node_name(snapshot)  # where the report is written: also when it replays a recorded machine
-    result = make_report(snapshot, diagnose(snapshot))
-    if not no_redact:
-        result, _ = redact(result, compiled, keep_hostname=keep_hostname)
-    shown_node = node if (no_redact or keep_hostname or node is None) else pseudonym(node)
-    result = dataclasses.replace(result, node=shown_node)
+    if smoke and machine is None:
+        snapshot = with_quick_smoke(snapshot, python)
+    # the node is where the report is written, also when it replays a recorded machine
+    result = finish_report(make_report(snapshot, diagnose(snapshot)), redact=not no_redact,
+                           keep_hostname=keep_hostname, patterns=compiled, node=node_name(snapshot))
     color = output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    text = _render(result, name, color, max_length)
+    text = render_report(result, name, color, max_length)
     if output is None:
         sys.stdout.write(text)
         return ExitCode.OK
-    output = expand(output, shown_node)
+    output = expand(output, result.node)
     _write(output, text)
     how = "not redacted" if no_redact else "redacted"
     sys.stderr.write(f"cudadoctor: wrote the report to {output} ({name}, {how}, {len(text):,} characters)\n")
@@ -122,28 +116,3 @@ def _default_format(output: Optional[str]) -> str:
     if output is not None:
         return SUFFIXES.get(os.path.splitext(output)[1].lower(), "markdown")
     return "text" if sys.stdout.isatty() else "markdown"
-
-
-def _patterns(patterns: Tuple[str, ...]) -> Tuple[str, ...]:
-    for pattern in patterns:
-        try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            raise CudadoctorError(f"--redact {pattern!r}: not a regular expression ({exc})") from None
-        if compiled.search(""):
-            raise CudadoctorError(f"--redact {pattern!r} matches the empty string", hint="give a pattern that needs a character")
-    return patterns
-
-
-def _render(result: Report, name: str, color: bool, max_length: Optional[int]) -> str:
-    import io
-
-    if name == "markdown":
-        from ..render.report_fit import DEFAULT_BUDGET, fit_markdown
-
-        return fit_markdown(result, max_length or DEFAULT_BUDGET)[0]
-    from ..render import RENDERERS
-
-    stream = io.StringIO()
-    RENDERERS[name](result, stream, color, True)
-    return stream.getvalue()

@@ -12,6 +12,7 @@ import click
 
 from ..errors import CudadoctorError
 from ..model import Snapshot
+from ..reporting import default_suites as default_suites  # re-exported: the command's choice
 from .output import emit, exit_code, format_options
 
 TIER_CHOICES = ("quick", "standard", "stress")
@@ -45,14 +46,6 @@ def _suite_paths(items: Sequence[str]) -> Dict[str, str]:
     return out
 
 
-def default_suites(snapshot: Snapshot) -> List[str]:
-    """The driver suite, plus the suite of every framework the snapshot found (all when unknown)."""
-    from ..smoke import FRAMEWORK_OF, SUITES
-
-    if snapshot.frameworks is None:
-        return list(SUITES)
-    present = {b.name for b in snapshot.frameworks}
-    return [s for s in SUITES if s == "driver" or FRAMEWORK_OF.get(s) in present]
 
 
 @click.command()
