@@ -24,6 +24,7 @@ COMMANDS = {
     "install": "install",
     "report": "report",
     "diff": "diff",
+    "fleet": "fleet",
 }
 
 
