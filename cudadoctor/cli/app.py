@@ -25,6 +25,7 @@ COMMANDS = {
     "report": "report",
     "diff": "diff",
     "fleet": "fleet",
+    "run": "run",
 }
 
 
