@@ -237,8 +237,6 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
 def read_json(path: Union[str, "os.PathLike[str]"], label: Optional[str] = None, markdown: bool = False) -> Any:
     """The JSON value in the file ``path`` (``markdown``: or the JSON block of a Markdown report of
     ``cudadoctor report``). Failures raise CudadoctorError naming ``label`` (default: the path)."""
-    import json
-
     name = label or os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -247,6 +245,14 @@ def read_json(path: Union[str, "os.PathLike[str]"], label: Optional[str] = None,
         raise CudadoctorError(f"{name}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CudadoctorError(f"{name}: not a UTF-8 text file") from None
+    return parse_json(text, name, markdown)
+
+
+def parse_json(text: str, name: str, markdown: bool = False) -> Any:
+    """The JSON value of ``text`` (``markdown``: or the JSON block of a Markdown report); failures
+    raise CudadoctorError naming ``name``."""
+    import json
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Optional, Tuple
 
@@ -45,20 +44,13 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
 
 
 def _read_json(path: str) -> Any:
+    """A JSON file, stdin for '-', or the JSON block of a Markdown report of `cudadoctor report`."""
+    from ..api import parse_json, read_json
+
+    if path != "-":
+        return read_json(path, markdown=True)
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
-    except OSError as exc:
-        raise CudadoctorError(f"{path}: {exc.strerror or exc}") from None
+        text = sys.stdin.read()
     except UnicodeDecodeError:
         raise CudadoctorError(f"{path}: not a UTF-8 text file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        from ..render.report_markdown import extract_json
-
-        embedded = extract_json(text)  # a Markdown report of `cudadoctor report`: its JSON block
-        if embedded is not None:
-            return json.loads(embedded)
-        raise CudadoctorError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except (RecursionError, ValueError):
-        raise CudadoctorError(f"{path}: not usable JSON") from None
+    return parse_json(text, path, markdown=True)
