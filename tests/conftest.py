@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Tuple
 
 import pytest
 
@@ -57,3 +58,12 @@ def _isolated_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     # Kubernetes node, must give the same reports as anywhere else.
     monkeypatch.delenv("CUDADOCTOR_NODE_NAME", raising=False)
     monkeypatch.delenv("SLURMD_NODENAME", raising=False)
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> "Tuple[Path, Path]":
+    """(the folder, the cudadoctor wheel): tests/wheelhouse.py, built once per session."""
+    import wheelhouse as house_module
+
+    house = tmp_path_factory.mktemp("wheelhouse")
+    return house, house_module.build(house)
