@@ -165,7 +165,7 @@ def test_no_command_is_a_usage_error() -> None:
 @pytest.mark.parametrize("args, message", [
     (["--timeout", "0", "--", "true"], b"--timeout"),
     (["--no-check", "--report", "r.json", "--", "true"], b"--report needs this machine's facts"),
-    (["--bogus", "--", "true"], b"No such option '--bogus'"),
+    (["--bogus", "--", "true"], b"No such option"),
 ])
 def test_bad_options_are_usage_errors_and_the_command_does_not_run(args: List[str], message: bytes) -> None:
     result = run(RUN + args[:-1] + ["sh", "-c", "echo ran"])
