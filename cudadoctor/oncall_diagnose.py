@@ -103,25 +103,16 @@ def explanation(message: str, options: Options, python: Optional[str], color: bo
     causes were checked against (None with --no-check): the one place that calls the explain logic."""
     from .api import explain
     from .host import DEFAULT_TIMEOUT_S
+    from .recorded import replay
 
     timeout = options.timeout if options.timeout is not None else DEFAULT_TIMEOUT_S
     result = explain(message, check=not options.no_check, python=python, timeout=timeout,
-                     host=_host(options.machine))
+                     host=replay(options.machine))
     lines = result.text(color, options.verbose).rstrip("\n").split("\n")
     if lines and ANSI.sub("", lines[0]).startswith("cudadoctor "):
         lines = lines[1:]  # the title: our header line replaces it
     return lines, result.checked
 
-
-def _host(machine: Optional[str]) -> Any:
-    """The recorded machine replayed by the hidden --machine option (tests), else None: this one."""
-    if machine is None:
-        return None
-    from .recorded import RecordedHost
-
-    if not os.path.isfile(os.path.join(machine, "machine.json")):
-        raise CudadoctorError(f"--machine {machine}: no machine.json in that folder")
-    return RecordedHost.load(machine)
 
 
 def _write_report(path: str, checked: Any, quiet: bool) -> None:

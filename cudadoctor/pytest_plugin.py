@@ -196,14 +196,17 @@ class CudadoctorPlugin:
 def _check_source(config: pytest.Config) -> Tuple[Optional[str], Optional[Snapshot]]:
     """The recorded machine folder or the saved snapshot to diagnose instead of this machine
     (neither: probe it). A bad file or folder is a usage error before anything runs."""
-    import os
-
     snapshot, machine = config.option.cudadoctor_snapshot, config.option.cudadoctor_machine
     if snapshot and machine:
         raise pytest.UsageError("--cudadoctor-snapshot and --cudadoctor-machine: give one of them")
     if machine:
-        if not os.path.isfile(os.path.join(machine, "machine.json")):
-            raise pytest.UsageError(f"--cudadoctor-machine {machine}: no machine.json in that folder")
+        from .errors import CudadoctorError
+        from .recorded import check_machine
+
+        try:
+            check_machine(machine, "--cudadoctor-machine")
+        except CudadoctorError as exc:
+            raise pytest.UsageError(exc.message) from None
         return machine, None
     if snapshot:
         return None, _load_snapshot(snapshot)

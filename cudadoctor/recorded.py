@@ -300,3 +300,21 @@ def _text(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(str(v) for v in value) + ("\n" if value else "")
     return str(value)
+
+
+def check_machine(folder: str, option: str = "--machine") -> None:
+    """A usage error (CudadoctorError) unless ``folder``, given with ``option``, is a recorded
+    machine: a folder holding ``machine.json``."""
+    if not os.path.isfile(os.path.join(folder, "machine.json")):
+        from .errors import CudadoctorError
+
+        raise CudadoctorError(f"{option} {folder}: no machine.json in that folder")
+
+
+def replay(folder: Optional[str], option: str = "--machine") -> Optional[RecordedHost]:
+    """The recorded machine in ``folder`` (the hidden ``--machine`` option of the commands), or
+    None when no folder is given: probe this machine."""
+    if folder is None:
+        return None
+    check_machine(folder, option)
+    return RecordedHost.load(folder)

@@ -8,7 +8,7 @@ from typing import Optional, Tuple
 import click
 
 from ..errors import CudadoctorError, ExitCode
-from ..host import DEFAULT_TIMEOUT_S, Host
+from ..host import DEFAULT_TIMEOUT_S
 from ..reporting import with_quick_smoke
 from .output import emit, exit_code, format_options
 
@@ -33,7 +33,9 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
     if list_checks:
         return _list()
     _known(checks)
-    host = _host(machine)
+    from ..recorded import replay
+
+    host = replay(machine)
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
     snapshot = collect(python=python, timeout=timeout, host=host)
@@ -68,12 +70,3 @@ def _known(names: Tuple[str, ...]) -> None:
     if unknown:
         raise CudadoctorError(f"no check or finding code {unknown[0]!r}", hint="cudadoctor check --list")
 
-
-def _host(machine: Optional[str]) -> Optional[Host]:
-    if machine is None:
-        return None
-    from ..recorded import RecordedHost
-
-    if not os.path.isfile(os.path.join(machine, "machine.json")):
-        raise CudadoctorError(f"--machine {machine}: no machine.json in that folder")
-    return RecordedHost.load(machine)

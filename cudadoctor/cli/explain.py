@@ -83,11 +83,11 @@ def _check(message: str, facts_file: Optional[str], snapshot_file: Optional[str]
         assert path is not None
         return judge(message, _load(kind, path), kind, path, matrix)
     from ..api import collect
-    from .check import _host
+    from ..recorded import replay
 
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
-    snapshot = collect(python=python, timeout=timeout, host=_host(machine))
+    snapshot = collect(python=python, timeout=timeout, host=replay(machine))
     executable = snapshot.python.executable if snapshot.python else None
     if machine:
         return judge(message, snapshot, "recorded", machine, matrix)

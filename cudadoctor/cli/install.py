@@ -73,13 +73,9 @@ def _target(matrix: Any, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tupl
     path = python if python and _is_path(python) else None
     if path is not None and machine is None and not os.path.exists(path):
         raise CudadoctorError(f"--python {path}: no such file", hint="give a Python version (3.11) or an interpreter")
-    host = None
-    if machine is not None:
-        from ..recorded import RecordedHost
+    from ..recorded import replay
 
-        if not os.path.isfile(os.path.join(machine, "machine.json")):
-            raise CudadoctorError(f"--machine {machine}: no machine.json in that folder")
-        host = RecordedHost.load(machine)
+    host = replay(machine)
     snapshot = collect(python=path, timeout=timeout, host=host,
                        only=("host", "python", "driver", "gpus", "packages", "frameworks"))
     target = from_snapshot(snapshot, matrix)

@@ -48,13 +48,13 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
     JSON a maintainer replays with `cudadoctor diagnose`. Redacted unless --no-redact."""
     from ..api import collect, diagnose, make_report
     from ..node import expand, node_name
-    from .check import _host
+    from ..recorded import replay
 
     if no_redact and (patterns or keep_hostname):
         raise CudadoctorError("--no-redact keeps every value: it does not go with --redact or --keep-hostname")
     compiled = check_patterns(patterns)
     name = fmt or _default_format(output)
-    host = _host(machine)
+    host = replay(machine)
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
     snapshot = collect(python=python, timeout=timeout, host=host)
