@@ -215,27 +215,17 @@ def _check_source(config: pytest.Config) -> Tuple[Optional[str], Optional[Snapsh
 
 def _load_snapshot(path: str) -> Snapshot:
     """A snapshot, a `check --json` / `report --format json` envelope, or a Markdown report."""
-    import json
-
-    from .render.report_markdown import extract_json
+    from .api import read_json
+    from .errors import CudadoctorError
     from .serialize import SnapshotError, snapshot_from_dict
 
+    label = f"--cudadoctor-snapshot {path}"
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise pytest.UsageError(f"--cudadoctor-snapshot {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        embedded = extract_json(text)
-        if embedded is None:
-            raise pytest.UsageError(f"--cudadoctor-snapshot {path}: not JSON, nor a cudadoctor Markdown report") from None
-        data = json.loads(embedded)
-    try:
-        return snapshot_from_dict(data)
+        return snapshot_from_dict(read_json(path, label, markdown=True))
+    except CudadoctorError as exc:
+        raise pytest.UsageError(exc.message) from None
     except SnapshotError as exc:
-        raise pytest.UsageError(f"--cudadoctor-snapshot {path}: {exc}") from None
+        raise pytest.UsageError(f"{label}: {exc}") from None
 
 
 def _with_smoke(snapshot: Snapshot) -> Snapshot:
