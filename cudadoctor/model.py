@@ -283,6 +283,9 @@ class SmokeResult:
 # --------------------------------------------------------------------------- snapshot
 
 
+# The values of Snapshot.gpus_source (and Gpu.source) that mean a driver answered for the GPU.
+GPU_SOURCES_DRIVER = ("nvml", "nvidia-smi")
+
 @dataclass(frozen=True)
 class Snapshot:
     schema_version: int = SCHEMA_VERSION
@@ -292,7 +295,7 @@ class Snapshot:
     python: Optional[PythonEnv] = None
     driver: Optional[DriverInfo] = None
     gpus: Optional[Tuple[Gpu, ...]] = None
-    gpus_source: Optional[str] = None  # nvml | nvidia-smi | pci: who listed the GPUs
+    gpus_source: Optional[str] = None  # nvml | nvidia-smi | pci: who listed the GPUs (GPU_SOURCES_DRIVER)
     toolkits: Optional[Tuple[Toolkit, ...]] = None
     libraries: Optional[Tuple[Library, ...]] = None
     packages: Optional[Tuple[Package, ...]] = None
@@ -319,6 +322,12 @@ class Snapshot:
 
     def errors_of(self, probe: str) -> Tuple[ProbeError, ...]:
         return tuple(e for e in self.errors if e.probe == probe)
+
+    @property
+    def gpus_from_driver(self) -> bool:
+        """The GPU list came from a driver (NVML or nvidia-smi), not from the PCI bus alone: CUDA
+        programs can reach these GPUs, where a driver works."""
+        return self.gpus_source in GPU_SOURCES_DRIVER
 
     @property
     def active_toolkit(self) -> Optional[Toolkit]:

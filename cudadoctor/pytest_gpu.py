@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from .checks.access import HIDE_ALL
 from .model import Category, Finding, Gpu, Report, Severity, Snapshot
 
 # The names cudadoctor.probes.frameworks gives the builds it reads; ``framework=`` must be one.
@@ -22,7 +23,6 @@ NOT_BLOCKING = (Category.NVCC_FRAMEWORK_MISMATCH, Category.HOST_COMPILER_UNSUPPO
 
 _CC = re.compile(r"^\s*(\d+)(?:\.(\d+))?\s*$")
 _FRAMEWORK_REF = re.compile(r"frameworks(?:\.([\w-]+)|\[([\w-]+)\])")
-_HIDE_ALL = ("", "-1", "none", "void", "nodevfiles")
 MAX_FIX = 100  # a longer fix stays in `cudadoctor check`, out of the skip reason
 
 
@@ -162,12 +162,12 @@ def visible_gpus(snap: Snapshot) -> Optional[List[Gpu]]:
     GPUs seen only on the PCI bus do not count: no driver answers for them."""
     if snap.gpus is None:
         return None
-    if snap.gpus_source not in ("nvml", "nvidia-smi"):
+    if not snap.gpus_from_driver:
         return []
     value = (snap.env or {}).get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return list(snap.gpus)
-    if value.strip().lower() in _HIDE_ALL:
+    if value.strip().lower() in HIDE_ALL:
         return []
     out: List[Gpu] = []
     for entry in (e.strip() for e in value.split(",")):

@@ -19,7 +19,7 @@ REPORT_FORMATS = ("markdown", "text", "json")
 
 def has_gpu(snapshot: Snapshot) -> bool:
     """Smoke tests need a GPU a driver answers for; without one they would only say so again."""
-    return bool(snapshot.gpus) and snapshot.gpus_source in ("nvml", "nvidia-smi")
+    return bool(snapshot.gpus) and snapshot.gpus_from_driver
 
 
 def default_suites(snapshot: Snapshot) -> List[str]:

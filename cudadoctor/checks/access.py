@@ -266,10 +266,11 @@ def _gpus_visible(snap: Snapshot) -> bool:
     nodes that NVIDIA_VISIBLE_DEVICES=none mounts), or the driver lists GPUs."""
     nodes = snap.driver.device_nodes if snap.driver and snap.driver.device_nodes else ()
     return any(n[len("/dev/nvidia"):].isdigit() for n in nodes if n.startswith("/dev/nvidia")) \
-        or bool(snap.gpus and snap.gpus_source in ("nvml", "nvidia-smi"))
+        or bool(snap.gpus and snap.gpus_from_driver)
 
 
-_HIDE_ALL = {"", "-1", "none", "void", "nodevfiles"}
+# CUDA_VISIBLE_DEVICES values that hide every GPU (lower case)
+HIDE_ALL = {"", "-1", "none", "void", "nodevfiles"}
 
 
 def check_visible_devices(snap: Snapshot, matrix: Any) -> List[Finding]:
@@ -278,8 +279,8 @@ def check_visible_devices(snap: Snapshot, matrix: Any) -> List[Finding]:
     value = env.get("CUDA_VISIBLE_DEVICES")
     if value is not None:
         entries = [v.strip() for v in value.split(",")]
-        count = len(snap.gpus) if snap.gpus is not None and snap.gpus_source in ("nvml", "nvidia-smi") else None
-        if value.strip().lower() in _HIDE_ALL or (entries and entries[0].startswith("-")):
+        count = len(snap.gpus) if snap.gpus is not None and snap.gpus_from_driver else None
+        if value.strip().lower() in HIDE_ALL or (entries and entries[0].startswith("-")):
             out.append(finding(
                 "cuda-visible-devices-hides-all", E, Category.VISIBLE_DEVICES_HIDDEN,
                 f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU from CUDA programs",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..model import Category, Finding, Severity, Snapshot
+from ..model import GPU_SOURCES_DRIVER, Category, Finding, Severity, Snapshot
 from .base import Check, finding, ref
 
 C = Category
@@ -131,7 +131,7 @@ FACTS: Dict[str, _Fact] = {
     "gpus": ("the GPUs", lambda s: s.gpus is not None),
     "gpu_models": ("the GPU models", lambda s: any(g.compute_capability or g.name or g.pci_device_id for g in s.gpus or ())),
     "gpu_health": ("the GPUs' health counters (NVML)",
-                   lambda s: any(g.source in ("nvml", "nvidia-smi") for g in s.gpus or ())),
+                   lambda s: any(g.source in GPU_SOURCES_DRIVER for g in s.gpus or ())),
     "driver": ("the driver's state (NVML, kernel module)", lambda s: _driver_probed(s)),
     "driver_version": ("the driver version", lambda s: bool(s.driver and s.driver.driver_version)),
     "container": ("whether this is a container", lambda s: bool(s.host and s.host.container is not None)),

@@ -68,7 +68,7 @@ def expectations(suite: str, snapshot: Optional[Snapshot]) -> List[str]:
     if not gpus:
         return []
     args = ["--expect-gpu"]
-    if suite == "torch" and snapshot is not None and snapshot.gpus_source in ("nvml", "nvidia-smi"):
+    if suite == "torch" and snapshot is not None and snapshot.gpus_from_driver:
         parts = [f"count={len(gpus)}"]
         names = [g.name or "" for g in gpus]
         uuids = [g.uuid or "" for g in gpus]
