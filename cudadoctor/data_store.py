@@ -128,21 +128,9 @@ def _read_state() -> Dict[str, Any]:
 
 
 def _write_state(state: Dict[str, Any]) -> None:
-    import tempfile
-    root = user_data_dir()
-    os.makedirs(root, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".tmp", dir=root)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(state, fh, indent=1, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, os.path.join(root, STATE_FILE))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .files import write_atomically
+
+    write_atomically(os.path.join(user_data_dir(), STATE_FILE), json.dumps(state, indent=1, sort_keys=True) + "\n")
 
 
 def _markers(state: Dict[str, Any]) -> Dict[str, Any]:

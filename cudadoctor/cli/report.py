@@ -80,36 +80,17 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
 
 
 def _write(path: str, text: str) -> None:
-    """Write atomically (a temporary file in the same folder, then a rename), creating the folder:
-    on a cluster, a summary that reads the folder while nodes still write sees whole reports only."""
-    import tempfile
+    """Write atomically, creating the folder: on a cluster, a summary that reads the folder while
+    nodes still write sees whole reports only."""
+    from ..files import write_atomically
 
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise CudadoctorError(f"-o {path}: {folder} is not a folder")
-    tmp = None
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".cudadoctor-", suffix=".tmp", dir=folder)
-        with open(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
-        tmp = None
+        write_atomically(path, text, shared=True)
     except OSError as exc:
         raise CudadoctorError(f"-o {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _default_format(output: Optional[str]) -> str:
