@@ -13,15 +13,9 @@ from pathlib import Path
 import pytest
 
 from cudadoctor.node import pseudonym
+from recipes import recipe
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "fleet.md"
 BIN = Path(sys.executable).parent
-
-
-def recipe(name: str) -> str:
-    m = re.search(r"<!-- recipe: " + re.escape(name) + r" -->\s*```[a-z]*\n(.*?)```", DOC.read_text(), re.S)
-    assert m, f"docs/fleet.md has no recipe {name!r}"
-    return m.group(1)
 
 
 @pytest.mark.parametrize("name", ["k8s-job", "k8s-daemonset"])

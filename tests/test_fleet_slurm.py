@@ -22,23 +22,15 @@ import pytest
 
 import slurm_cluster
 from cudadoctor.node import pseudonym
+from recipes import recipe
 
 pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "fleet.md"
 MACHINES = ROOT / "tests" / "machines"
 BIN = Path(sys.executable).parent  # the venv the tests run in: its cudadoctor console script
 HEALTHY = "h200-driver580-torch211-cu130"
 OLD_DRIVER = "laptop-rtx3060-driver470-torch25-cu124"
-
-
-def recipe(name: str) -> str:
-    """The fenced block after ``<!-- recipe: NAME -->`` in docs/fleet.md."""
-    text = DOC.read_text(encoding="utf-8")
-    m = re.search(r"<!-- recipe: " + re.escape(name) + r" -->\s*```[a-z]*\n(.*?)```", text, re.S)
-    assert m, f"docs/fleet.md has no recipe {name!r}"
-    return m.group(1)
 
 
 def with_settings(script: str, **values: str) -> str:

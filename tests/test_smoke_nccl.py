@@ -18,6 +18,7 @@ import pytest
 
 from cudadoctor.smoke import _nccl_report as report
 from cudadoctor.smoke._nccl_report import Progress, RankInfo
+from cudadoctor.smoke._torch_dist import free_port
 
 HERE = Path(__file__).resolve().parent
 FAULTY = str(HERE / "nccl_faulty.py")
@@ -40,12 +41,6 @@ def _gloo_missing() -> Optional[str]:
 needs_gloo = pytest.mark.skipif(bool(_gloo_missing()), reason=_gloo_missing() or "")
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _torchrun_cmd(port: int, nnodes: int, nproc: int, target: Sequence[str], args: Sequence[str]) -> List[str]:
     return [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nnodes}", f"--nproc-per-node={nproc}",
             "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", *target,
@@ -63,7 +58,7 @@ def launch(nodes: int, nproc: int, args: Sequence[str], faulty: Optional[Tuple[i
            ) -> List[subprocess.CompletedProcess[str]]:
     """``nodes`` torchrun launches on this host (one per "node") of ``nproc`` ranks each; their
     results once all have ended (each bounded by LAUNCH_TIMEOUT)."""
-    port = _free_port()
+    port = free_port()
     target = [FAULTY] if faulty else ["-m", "cudadoctor.smoke.nccl"]
     extra = {"NCCL_FAULTY_RANK": str(faulty[0]), "NCCL_FAULTY_MODE": faulty[1]} if faulty else {}
     cmd = _torchrun_cmd(port, nodes, nproc, target, args)
