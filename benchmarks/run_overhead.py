@@ -70,7 +70,7 @@ def alternate(argv: Sequence[str], rounds: int) -> Dict[str, List[Tuple[float, f
 
 def import_ms() -> float:
     """Cumulative import time (ms) of what the console script imports on the way to the child."""
-    code = "import re; from cudadoctor.cli import main; from cudadoctor import oncall"
+    code = "import re; from cudadoctor.cli import main; from cudadoctor.oncall import run"
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
                           env=ENV, timeout=60)
     total = 0

@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, List
 
-__version__ = "0.1.0"
+from cudadoctor.version import __version__
 
 __all__ = [
     "CudadoctorError",
@@ -41,23 +41,23 @@ __all__ = [
 
 # Which module defines each name; imported when the name is first asked for.
 _HOME: Dict[str, str] = {name: "api" for name in __all__}
-_HOME.update(CudadoctorError="errors", Explanation="explanation")
+_HOME.update(CudadoctorError="errors", Explanation="oncall.explanation")
 
 if TYPE_CHECKING:  # the real signatures, for mypy and IDEs
-    from .api import collect, diagnose, explain, make_report, plan_install, report, smoke
-    from .errors import CudadoctorError
-    from .excepthook import install_excepthook, uninstall_excepthook
-    from .explanation import Explanation
+    from cudadoctor.api import collect, diagnose, explain, make_report, plan_install, report, smoke
+    from cudadoctor.errors import CudadoctorError
+    from cudadoctor.oncall.excepthook import install_excepthook, uninstall_excepthook
+    from cudadoctor.oncall.explanation import Explanation
 else:
     # ``cudadoctor.smoke`` is also the package of the smoke suites, and importing any of its modules
     # (``check`` does) sets the attribute to that package, hiding a function of the same name. So the
     # package itself is made callable: ``cudadoctor.smoke(...)`` runs :func:`cudadoctor.api.smoke`,
     # and ``cudadoctor.smoke.runner`` still works. The package's own imports are light (os, typing).
-    from . import smoke as _smoke_package
+    from cudadoctor import smoke as _smoke_package
 
     class _CallableSmoke(types.ModuleType):
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            from .api import smoke
+            from cudadoctor.api import smoke
 
             return smoke(*args, **kwargs)
 

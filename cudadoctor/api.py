@@ -12,17 +12,17 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
-from . import __version__
-from .datadir import data_info
-from .errors import CudadoctorError
-from .excepthook import install_excepthook, uninstall_excepthook
-from .host import DEFAULT_TIMEOUT_S, Host, RealHost
-from .model import Finding, Report, SmokeResult, Snapshot
+from cudadoctor.version import __version__
+from cudadoctor.data.location import data_info
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.oncall.excepthook import install_excepthook, uninstall_excepthook
+from cudadoctor.host import DEFAULT_TIMEOUT_S, Host, RealHost
+from cudadoctor.model import Finding, Report, SmokeResult, Snapshot
 
 if TYPE_CHECKING:
-    from .explanation import Explanation
-    from .planner_install import InstallResult
-    from .planner_target import Target
+    from cudadoctor.oncall.explanation import Explanation
+    from cudadoctor.planner.install import InstallResult
+    from cudadoctor.planner.target import Target
 
 __all__ = ["CudadoctorError", "collect", "diagnose", "explain", "install_excepthook", "make_report", "plan_install",
            "report", "smoke", "uninstall_excepthook"]
@@ -45,7 +45,7 @@ def collect(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, ho
     >>> [g.name for g in snap.gpus or ()], snap.driver.driver_version if snap.driver else None
     (['NVIDIA H200'], '580.159.03')
     """
-    from .probes import collect as run_probes
+    from cudadoctor.probes import collect as run_probes
 
     return run_probes(host or RealHost(), python=python, timeout=timeout, only=only)
 
@@ -63,8 +63,8 @@ def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] =
     ...                                        "torch_cuda": "12.4"})]
     ['driver-too-old-for-build']
     """
-    from .checks import CHECKS, all_codes, run_checks, select
-    from .matrix import default_matrix
+    from cudadoctor.checks import CHECKS, all_codes, run_checks, select
+    from cudadoctor.matrix import default_matrix
 
     snapshot = as_snapshot(snapshot_or_facts)
     if isinstance(only, str):
@@ -99,7 +99,7 @@ def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: O
     >>> e.matches[0].signature, e.matches[0].categories[0].value
     ('cuda-no-kernel-image', 'arch_unsupported')
     """
-    from .explanation import explain_message, judge, message_of
+    from cudadoctor.oncall.explanation import explain_message, judge, message_of
 
     if not isinstance(error, (str, BaseException)):
         raise CudadoctorError(f"explain: give the error text or an exception, not {type(error).__name__}")
@@ -130,15 +130,15 @@ def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mappin
     version). Else a described machine: a dict with any of ``driver`` ('550.54.15'), ``gpus``
     (['RTX 4090']), ``ccs`` (['8.9']), ``python`` ('3.11'), ``os`` (linux, windows, wsl2),
     ``platform`` (linux-x86_64, ...), ``gpu`` (True: plan a CUDA build with no GPU named), or a
-    :class:`~cudadoctor.planner_target.Target`. ``result.ok`` is False when a package has no plan
+    :class:`~cudadoctor.planner.target.Target`. ``result.ok`` is False when a package has no plan
     (``results[i].nofit`` says what would fit).
 
     >>> r = cudadoctor.plan_install("torch", {"driver": "550.54.15", "gpus": ["RTX 4090"], "python": "3.11"})
     >>> r.ok, r.results[0].plan.label
     (True, 'torch 2.14.1+cu126')
     """
-    from .matrix import default_matrix
-    from .planner_install import plan_install as plan
+    from cudadoctor.matrix import default_matrix
+    from cudadoctor.planner.install import plan_install as plan
 
     matrix = default_matrix()
     names = (packages,) if isinstance(packages, str) else tuple(packages)
@@ -161,8 +161,8 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
     >>> [(r.suite, r.status, r.reason) for r in cudadoctor.smoke("driver")]  # a machine without a driver
     [('driver', 'skipped', 'libcuda.so.1 not found: no NVIDIA driver')]
     """
-    from .smoke import SUITES, TIERS
-    from .smoke.runner import run_suites
+    from cudadoctor.smoke import SUITES, TIERS
+    from cudadoctor.smoke.runner import run_suites
 
     chosen = (suites,) if isinstance(suites, str) else tuple(suites or ())
     unknown = [s for s in chosen if s not in SUITES]
@@ -179,7 +179,7 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
         raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
     snap = snapshot or collect(python=_interpreter(python, None))
     if not chosen:
-        from .reporting import default_suites
+        from cudadoctor.reports.build import default_suites
 
         chosen = tuple(default_suites(snap))
     target = python or (snap.python.executable if snap.python and snap.python.executable else None)
@@ -203,8 +203,14 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
     Redacted by cudadoctor: 1 username, 1 hostname, 1 GPU UUID, 1 GPU serial; placeholders such as
     ...
     """
-    from .node import node_name
-    from .reporting import REPORT_FORMATS, check_patterns, finish_report, render_report, with_quick_smoke
+    from cudadoctor.reports.node import node_name
+    from cudadoctor.reports.build import (
+        REPORT_FORMATS,
+        check_patterns,
+        finish_report,
+        render_report,
+        with_quick_smoke,
+    )
 
     if format not in REPORT_FORMATS:
         raise CudadoctorError(f"report format {format!r}: not one of {', '.join(REPORT_FORMATS)}")
@@ -267,7 +273,7 @@ def parse_json(text: str, name: str, markdown: bool = False) -> Any:
 def _markdown_json(text: str) -> Any:
     import json
 
-    from .render.report_markdown import extract_json
+    from cudadoctor.render.report_markdown import extract_json
 
     embedded = extract_json(text)
     return json.loads(embedded) if embedded is not None else None
@@ -277,8 +283,8 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
     """A Snapshot from what :func:`diagnose` accepts; CudadoctorError when it is none of those.
     A dict is read as facts (docs/facts.md) when it has no ``schema_version`` or ``format`` and
     every key is a fact; otherwise as a snapshot or report document."""
-    from .facts import FACT_KEYS, snapshot_from_facts
-    from .serialize import SnapshotError, snapshot_from_dict
+    from cudadoctor.model.facts import FACT_KEYS, snapshot_from_facts
+    from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict
 
     if isinstance(value, Snapshot):
         return value
@@ -311,7 +317,7 @@ def _interpreter(python: Optional[str], host: Optional[Host]) -> Optional[str]:
 
 def _install_target(matrix: Any, target: Union[None, Mapping[str, Any], "Target"], python: Optional[str],
                     timeout: float, host: Optional[Host]) -> "Target":
-    from .planner_target import OSES, Target, described, from_snapshot, with_python
+    from cudadoctor.planner.target import OSES, Target, described, from_snapshot, with_python
 
     if isinstance(target, Target):
         return target

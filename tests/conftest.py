@@ -10,7 +10,7 @@ from typing import Callable, Tuple
 import pytest
 
 from cudadoctor.model import Snapshot
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 
@@ -54,7 +54,7 @@ def _isolated_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     at an empty folder, and CUDADOCTOR_DATA_DIR is unset, so the shipped data is used."""
     monkeypatch.setenv("CUDADOCTOR_DATA_HOME", str(tmp_path_factory.mktemp("data_home")))
     monkeypatch.delenv("CUDADOCTOR_DATA_DIR", raising=False)
-    # A report names its node from these (cudadoctor.node): a test run inside a Slurm job, or on a
+    # A report names its node from these (cudadoctor.reports.node): a test run inside a Slurm job, or on a
     # Kubernetes node, must give the same reports as anywhere else.
     monkeypatch.delenv("CUDADOCTOR_NODE_NAME", raising=False)
     monkeypatch.delenv("SLURMD_NODENAME", raising=False)

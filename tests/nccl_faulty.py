@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from cudadoctor.smoke import nccl
+from cudadoctor.smoke.suites import nccl
 
 FAULTY = int(os.environ.get("NCCL_FAULTY_RANK", "-1"))
 MODE = os.environ.get("NCCL_FAULTY_MODE", "")

@@ -19,8 +19,8 @@ import cudadoctor
 from cudadoctor.cli.app import run
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.model import Category, Finding, Report, SmokeResult, Snapshot
-from cudadoctor.planner_install import InstallResult
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.planner.install import InstallResult
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES = Path(__file__).resolve().parent / "machines"
 H200 = str(MACHINES / "h200-driver580-torch211-cu130")
@@ -71,7 +71,7 @@ def test_the_names_are_exactly_all_and_each_is_documented() -> None:
 
 def test_the_names_survive_imports_of_same_named_modules() -> None:
     """`cudadoctor.smoke` is also the suites' package, imported by `check`: it must stay callable."""
-    import cudadoctor.explanation  # noqa: F401
+    import cudadoctor.oncall.explanation  # noqa: F401
     import cudadoctor.smoke.runner  # noqa: F401
 
     assert callable(cudadoctor.smoke) and cudadoctor.smoke.runner.run_suite  # type: ignore[attr-defined]

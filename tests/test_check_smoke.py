@@ -13,7 +13,7 @@ import cudadoctor.smoke.runner
 from cudadoctor.cli.app import run
 from cudadoctor.model import SmokeResult, SmokeTest
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES = Path(__file__).resolve().parent / "machines"
 

@@ -17,7 +17,7 @@ import pytest
 
 from cudadoctor.checks import access, run_checks
 from cudadoctor.checks.registry import CHECKS
-from cudadoctor.facts import snapshot_from_facts
+from cudadoctor.model.facts import snapshot_from_facts
 from cudadoctor.matrix import default_matrix
 from cudadoctor.model import (
     Category,
@@ -31,7 +31,7 @@ from cudadoctor.model import (
     Snapshot,
 )
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 DEV = "dev-debian12-cuda13-nodriver-torch213cpu"

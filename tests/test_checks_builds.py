@@ -9,11 +9,11 @@ import pytest
 
 from cudadoctor.checks import run_checks
 from cudadoctor.checks.builds import CHECKS
-from cudadoctor.facts import snapshot_from_facts
+from cudadoctor.model.facts import snapshot_from_facts
 from cudadoctor.matrix import Matrix, default_matrix
 from cudadoctor.model import Category, Finding, Gpu, Library, LibraryCopy, Package, Severity, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 Loader = Callable[[str], RecordedHost]
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

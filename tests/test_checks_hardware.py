@@ -15,11 +15,11 @@ import pytest
 
 from cudadoctor.checks import run_checks
 from cudadoctor.checks import hardware
-from cudadoctor.facts import snapshot_from_facts
+from cudadoctor.model.facts import snapshot_from_facts
 from cudadoctor.matrix import default_matrix
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 H200 = "h200-driver580-torch211-cu130"

@@ -20,7 +20,7 @@ from cudadoctor.checks.libraries import (
     check_shadowed,
     check_wheel_conflicts,
 )
-from cudadoctor.facts import snapshot_from_facts
+from cudadoctor.model.facts import snapshot_from_facts
 from cudadoctor.matrix import default_matrix
 from cudadoctor.model import (
     Category,
@@ -34,7 +34,7 @@ from cudadoctor.model import (
     Snapshot,
 )
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 TWO = "two-toolkits-ldpath-cudnn8-shadow"

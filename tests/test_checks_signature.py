@@ -12,11 +12,11 @@ import pytest
 from cudadoctor.checks import CHECKS, run_checks
 from cudadoctor.checks import signature
 from cudadoctor.checks.signature import CANNOT_TELL, HOLDS, NOT_CHECKED, RULED_OUT, causes
-from cudadoctor.facts import snapshot_from_facts
+from cudadoctor.model.facts import snapshot_from_facts
 from cudadoctor.matrix import default_matrix
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 NO_KERNEL_IMAGE = ("RuntimeError: CUDA error: no kernel image is available for execution on the device\n"

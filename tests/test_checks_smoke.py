@@ -17,7 +17,7 @@ from cudadoctor.checks import smoke as smoke_checks
 from cudadoctor.matrix import default_matrix
 from cudadoctor.model import Category, Finding, Severity, SmokeResult, SmokeTest, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 H200 = "h200-driver580-torch211-cu130"  # healthy

@@ -22,7 +22,7 @@ from cudadoctor.checks.toolchain import (
 from cudadoctor.matrix import default_matrix
 from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Package, Severity, Snapshot, Toolkit
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 TWO = "two-toolkits-ldpath-cudnn8-shadow"
@@ -248,7 +248,7 @@ def test_no_nvcc_and_no_sign_of_building_is_silent() -> None:
 
 def test_facts_from_an_issue_give_the_toolchain_findings() -> None:
     """`cudadoctor diagnose --facts` with what a user pasted: nvcc 11.8, gcc 13, torch cu124."""
-    from cudadoctor.facts import snapshot_from_facts
+    from cudadoctor.model.facts import snapshot_from_facts
 
     snap = snapshot_from_facts({"torch_version": "2.5.1+cu124", "torch_cuda": "12.4", "nvcc_version": "11.8",
                                 "gcc_version": "13.2.0"})

@@ -14,9 +14,9 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from cudadoctor import data_store
+from cudadoctor.data import store as data_store
 from cudadoctor.cli.app import run
-from cudadoctor.datadir import data_info, shipped_data_dir
+from cudadoctor.data.location import data_info, shipped_data_dir
 from cudadoctor.matrix import default_matrix
 
 SHIPPED = shipped_data_dir() or ""
@@ -163,7 +163,7 @@ def test_install_from_a_staging_dir_moves_it(home: Path, tmp_path: Path) -> None
 
 _CHILD = """
 import sys
-from cudadoctor import data_store
+from cudadoctor.data import store as data_store
 data_store.install_bundle(sys.argv[1], sys.argv[2])
 """
 

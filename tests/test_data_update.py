@@ -16,9 +16,9 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 import pytest
 
-from cudadoctor import data_update
+from cudadoctor.data import update as data_update
 from cudadoctor.cli.app import run
-from cudadoctor.datadir import shipped_data_dir
+from cudadoctor.data.location import shipped_data_dir
 
 SHIPPED = shipped_data_dir() or ""
 

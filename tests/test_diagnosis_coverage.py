@@ -11,12 +11,10 @@ from typing import Any, Callable, Dict, Set
 import pytest
 
 from cudadoctor.api import diagnose
-from cudadoctor.facts import snapshot_from_facts
-from cudadoctor.model import (
-    Category, DriverInfo, Gpu, HostInfo, Severity, SmokeResult, SmokeTest, Snapshot,
-)
+from cudadoctor.model.facts import snapshot_from_facts
+from cudadoctor.model import Category, DriverInfo, Gpu, HostInfo, Severity, SmokeResult, SmokeTest, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 MACHINES = Path(__file__).resolve().parent / "machines"
 PROBLEMS = (Severity.ERROR, Severity.WARNING, Severity.CRASHED)

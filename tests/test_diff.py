@@ -21,23 +21,57 @@ import pytest
 
 from cudadoctor.api import diagnose, make_report
 from cudadoctor.cli.app import run
-from cudadoctor.diff import (
-    Comparison, Difference, Side, compare, diff_errors, diff_findings, diff_meta, diff_reports, diff_smoke,
-    diff_snapshots, most_important, phrase, summary,
+from cudadoctor.reports.diff import (
+    Comparison,
+    Difference,
+    Side,
+    compare,
+    diff_errors,
+    diff_findings,
+    diff_meta,
+    diff_reports,
+    diff_smoke,
+    diff_snapshots,
+    most_important,
+    phrase,
+    summary,
 )
-from cudadoctor.diff_fields import compare_keyed
-from cudadoctor.diff_stack import (
-    diff_driver, diff_frameworks, diff_gpus, diff_libraries, diff_packages, diff_toolkits, in_env, match_gpus,
-    normalize_bus_id, where,
+from cudadoctor.reports.diff_fields import compare_keyed
+from cudadoctor.reports.diff_stack import (
+    diff_driver,
+    diff_frameworks,
+    diff_gpus,
+    diff_libraries,
+    diff_packages,
+    diff_toolkits,
+    in_env,
+    match_gpus,
+    normalize_bus_id,
+    where,
 )
 from cudadoctor.model import (
-    Category, Compiler, DriverInfo, ErrorKind, Finding, FrameworkBuild, Gpu, HostInfo, Library, LibraryCopy, Package,
-    ProbeError, PythonEnv, Severity, SmokeResult, Snapshot, Toolkit,
+    Category,
+    Compiler,
+    DriverInfo,
+    ErrorKind,
+    Finding,
+    FrameworkBuild,
+    Gpu,
+    HostInfo,
+    Library,
+    LibraryCopy,
+    Package,
+    ProbeError,
+    PythonEnv,
+    Severity,
+    SmokeResult,
+    Snapshot,
+    Toolkit,
 )
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.diff import render_diff_json
-from cudadoctor.serialize import snapshot_to_dict
+from cudadoctor.model.serialize import snapshot_to_dict
 
 HERE = Path(__file__).resolve().parent
 MACHINES = HERE / "machines"
@@ -289,7 +323,7 @@ def test_stdin(laptop_pair: Tuple[str, str], monkeypatch: pytest.MonkeyPatch, ca
 def test_redacted_by_default_and_comparable_with_a_redacted_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Both sides are redacted as `cudadoctor report` does: the output is safe to paste, and a
     report saved redacted compares with a raw one."""
-    from cudadoctor.redact import redact
+    from cudadoctor.reports.redact import redact
 
     raw = dataclasses.replace(machine(LAPTOP), env={**(machine(LAPTOP).env or {}), "HF_TOKEN": "hf_secret_marker_123"})
     report = make_report(raw, diagnose(raw))

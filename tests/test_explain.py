@@ -14,8 +14,8 @@ import pytest
 
 from cudadoctor.cli.app import run
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
-from cudadoctor.serialize import snapshot_to_json
+from cudadoctor.host.recorded import RecordedHost
+from cudadoctor.model.serialize import snapshot_to_json
 
 MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 MISMATCH_MACHINE = os.path.join(MACHINES, "nvml-mismatch-after-upgrade")

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from cudadoctor.cli.app import run
-from cudadoctor.facts import FACT_KEYS, FactsError, snapshot_from_facts
+from cudadoctor.model.facts import FACT_KEYS, FactsError, snapshot_from_facts
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "facts.md"
 

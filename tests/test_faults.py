@@ -24,8 +24,8 @@ from cudadoctor.host import INTERPRETER_SCRIPT, CommandResult, InterpreterFacts,
 from cudadoctor.model import ErrorKind, ProbeError, Snapshot
 from cudadoctor.probes import collect, probe_deadline
 from cudadoctor.probes.driver import SMI_BASIC_FIELDS, SMI_FIELDS
-from cudadoctor.recorded import RecordedHost
-from cudadoctor.serialize import snapshot_from_json, snapshot_to_json
+from cudadoctor.host.recorded import RecordedHost
+from cudadoctor.model.serialize import snapshot_from_json, snapshot_to_json
 
 TIMEOUT = 0.2  # per command; the probe stage as a whole gets probe_deadline(TIMEOUT)
 HANG = 3.0  # longer than any deadline here, short enough that stray sleeper threads end soon

@@ -24,7 +24,7 @@ from cudadoctor.fleet import read as fleet_read
 from cudadoctor.fleet.nodes import expand, expected_nodes
 from cudadoctor.fleet.read import read_all, read_one
 from cudadoctor.fleet.record import NodeRecord, Unreadable
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.jsonout import envelope
 from cudadoctor.render.report_fit import fit_markdown
 
@@ -384,7 +384,7 @@ def test_a_wrong_type_names_its_path(tmp_path: Path, reports: Dict[str, Report])
 
 def test_nodes_names_the_pseudonyms_of_redacted_reports(tmp_path: Path, reports: Dict[str, Report],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from cudadoctor.node import pseudonym
+    from cudadoctor.reports.node import pseudonym
 
     for name in ("gpu-01", "gpu-02"):
         write(tmp_path, f"{pseudonym(name)}.json", node(reports[H200], pseudonym(name)))

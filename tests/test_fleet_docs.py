@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cudadoctor.node import pseudonym
+from cudadoctor.reports.node import pseudonym
 from recipes import recipe
 
 BIN = Path(sys.executable).parent

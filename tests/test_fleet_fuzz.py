@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cudadoctor.api import collect, diagnose, make_report
 from cudadoctor.fleet.record import NodeRecord, Unreadable, extract
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.jsonout import envelope
 
 MACHINE = Path(__file__).resolve().parent / "machines" / "dgx-h100x8-driver570-torch27-cu128"

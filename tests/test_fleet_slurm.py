@@ -21,7 +21,7 @@ from typing import Dict, Iterator, List
 import pytest
 
 import slurm_cluster
-from cudadoctor.node import pseudonym
+from cudadoctor.reports.node import pseudonym
 from recipes import recipe
 
 pytestmark = pytest.mark.slurm

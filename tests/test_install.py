@@ -23,9 +23,9 @@ from cudadoctor.api import collect, diagnose
 from cudadoctor.cli.app import run
 from cudadoctor.matrix import Matrix, default_matrix
 from cudadoctor.matrix.versions import major, major_minor
-from cudadoctor.planner_install import plan_install
-from cudadoctor.planner_target import Installed, described
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.planner.install import plan_install
+from cudadoctor.planner.target import Installed, described
+from cudadoctor.host.recorded import RecordedHost
 
 HERE = Path(__file__).resolve().parent
 MACHINES = HERE / "machines"

@@ -25,9 +25,9 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from cudadoctor import planner_verify as pv
+from cudadoctor.planner import verify as pv
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.planner_verify import WheelStatus, verify
+from cudadoctor.planner.verify import WheelStatus, verify
 
 TORCH_FILES = [
     *(f"torch-2.5.1+cu124-cp3{m}-cp3{m}-linux_x86_64.whl" for m in (9, 10, 11, 12)),
@@ -357,6 +357,6 @@ def test_bad_arguments_are_usage_errors(
 
 
 def test_importing_the_module_does_not_import_requests() -> None:
-    code = "import sys, cudadoctor.planner_verify, cudadoctor.cli.check; print('requests' in sys.modules)"
+    code = "import sys, cudadoctor.planner.verify, cudadoctor.cli.check; print('requests' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"

@@ -1,6 +1,6 @@
 """The dev container, recorded for real: Debian 12, CUDA 13.0 toolkit, no driver, torch CPU.
 
-Every answer replayed here is what that machine gave `python -m cudadoctor.recorder`; see
+Every answer replayed here is what that machine gave `python -m cudadoctor.host.recorder`; see
 tests/machines/dev-debian12-cuda13-nodriver-torch213cpu/README.md.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from cudadoctor.cli.app import run
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 NAME = "dev-debian12-cuda13-nodriver-torch213cpu"
 

@@ -12,7 +12,7 @@ import pytest
 from cudadoctor.cli.app import run
 from cudadoctor.model import ErrorKind, Library, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 DOCKER = "docker-nogpu-torch-cu126"
 CONDA = "conda-forge-pytorch-cuda12"

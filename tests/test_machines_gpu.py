@@ -20,7 +20,7 @@ from cudadoctor.cli.app import run
 from cudadoctor.errors import ExitCode
 from cudadoctor.model import Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 H200 = "h200-driver580-torch211-cu130"
 DGX = "dgx-h100x8-driver570-torch27-cu128"

@@ -11,7 +11,7 @@ import pytest
 
 from cudadoctor.cli.app import run
 from cudadoctor.model import HostInfo, Snapshot
-from cudadoctor.node import expand, file_part, node_name, pseudonym
+from cudadoctor.reports.node import expand, file_part, node_name, pseudonym
 
 H200 = "h200-driver580-torch211-cu130"
 

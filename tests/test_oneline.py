@@ -13,7 +13,7 @@ import pytest
 from cudadoctor import api
 from cudadoctor.cli.app import run
 from cudadoctor.model import Category, Finding, FrameworkBuild, Gpu, Report, Severity
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.oneline import LIMIT, one_line
 
 MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")

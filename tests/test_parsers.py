@@ -1,4 +1,4 @@
-"""Example-based tests of every parser in cudadoctor.parsers.
+"""Example-based tests of every parser in cudadoctor.model.parsers.
 
 Inputs marked "REAL" are recordings: either taken on the dev machine (Debian 12, CUDA 13.0
 toolkit, the torch 2.13.0+cpu wheel in /opt/wheels) or quoted from a public report whose
@@ -13,7 +13,7 @@ import zipfile
 
 import pytest
 
-from cudadoctor import parsers as p
+from cudadoctor.model import parsers as p
 
 # --------------------------------------------------------------------------- nvcc
 

@@ -24,9 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudadoctor import model
-from cudadoctor import parsers as p
+from cudadoctor.model import parsers as p
 from cudadoctor.probes.driver import SMI_FIELDS
-from cudadoctor.serialize import SnapshotError, snapshot_from_dict, snapshot_from_json
+from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict, snapshot_from_json
 
 # A slow example means a regex that backtracks badly; a second is far beyond any real one.
 FUZZ = settings(deadline=timedelta(seconds=1), max_examples=100)

@@ -9,7 +9,7 @@ import pytest
 
 from cudadoctor.matrix import Matrix, default_matrix
 from cudadoctor.matrix.versions import vkey
-from cudadoctor.planner import NoPlan, TorchPlan, plan_torch
+from cudadoctor.planner.torch import NoPlan, TorchPlan, plan_torch
 
 Plan = Union[TorchPlan, NoPlan]
 

@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 from cudadoctor.model import ErrorKind
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 
 def machine(system: str, release: str, machine: str, **extra: Any) -> Dict[str, Any]:

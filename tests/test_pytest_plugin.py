@@ -12,10 +12,16 @@ import pytest
 
 from cudadoctor import api
 from cudadoctor.model import FrameworkBuild, Gpu, Report, Snapshot
-from cudadoctor.pytest_gpu import GpuRequirement, RequirementError, parse_requirement, unmet, visible_gpus
+from cudadoctor.pytest_plugin.marker import (
+    GpuRequirement,
+    RequirementError,
+    parse_requirement,
+    unmet,
+    visible_gpus,
+)
 from cudadoctor.pytest_plugin import STRICT_EXIT_CODE
-from cudadoctor.recorded import RecordedHost
-from cudadoctor.serialize import snapshot_to_json
+from cudadoctor.host.recorded import RecordedHost
+from cudadoctor.model.serialize import snapshot_to_json
 
 pytest_plugins = ["pytester"]
 

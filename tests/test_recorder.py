@@ -12,18 +12,13 @@ import pytest
 from cudadoctor.cli.app import run
 from cudadoctor.host import InterpreterError, RealHost
 from cudadoctor.model import Snapshot
-from cudadoctor.nvml import NvmlError
+from cudadoctor.host.nvml import NvmlError
 from cudadoctor.probes import collect
 from cudadoctor.probes.driver import SMI_BASIC_FIELDS, SMI_FIELDS
 from cudadoctor.probes.libraries import FAMILIES
-from cudadoctor.recorded import RecordedHost
-from cudadoctor.recorder import (
-    RecordingHost,
-    gpu_env_name,
-    keep_in_listing,
-    main,
-)
-from cudadoctor.recorder_output import write_machine
+from cudadoctor.host.recorded import RecordedHost
+from cudadoctor.host.recorder import RecordingHost, gpu_env_name, keep_in_listing, main
+from cudadoctor.host.recorder_output import write_machine
 
 Comparable = Callable[[Snapshot], Snapshot]
 SITE = "/home/ada/proj/.venv/lib/python3.10/site-packages"

@@ -21,16 +21,28 @@ import cudadoctor.api
 from cudadoctor.api import collect, diagnose, make_report
 from cudadoctor.cli.app import run
 from cudadoctor.model import (
-    FrameworkBuild, Gpu, HostInfo, Library, LibraryCopy, Package, ProbeError, ErrorKind, PythonEnv, Report,
-    SmokeResult, SmokeTest, Snapshot, DriverInfo,
+    FrameworkBuild,
+    Gpu,
+    HostInfo,
+    Library,
+    LibraryCopy,
+    Package,
+    ProbeError,
+    ErrorKind,
+    PythonEnv,
+    Report,
+    SmokeResult,
+    SmokeTest,
+    Snapshot,
+    DriverInfo,
 )
-from cudadoctor.recorded import RecordedHost
-from cudadoctor.redact import PLACEHOLDER, REDACTED, Pseudonyms, is_redacted, letters, redact
+from cudadoctor.host.recorded import RecordedHost
+from cudadoctor.reports.redact import PLACEHOLDER, REDACTED, Pseudonyms, is_redacted, letters, redact
 from cudadoctor.render.jsonout import render_json
 from cudadoctor.render.report_fit import fit_markdown, size, shorten
 from cudadoctor.render.report_markdown import GITHUB_LIMIT, extract_json
 from cudadoctor.render.text import render_text
-from cudadoctor.serialize import snapshot_from_dict
+from cudadoctor.model.serialize import snapshot_from_dict
 
 HERE = Path(__file__).resolve().parent
 MACHINES = HERE / "machines"
@@ -284,7 +296,7 @@ def test_golden_report(machine: str, steady_clock: None, capsys: pytest.CaptureF
     import dataclasses
 
     import cudadoctor.api
-    from cudadoctor.datadir import data_info
+    from cudadoctor.data.location import data_info
 
     info = data_info()
     assert info is not None

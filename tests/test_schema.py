@@ -22,10 +22,10 @@ import pytest
 from cudadoctor import model
 from cudadoctor.api import collect, make_report
 from cudadoctor.model import ErrorKind, Snapshot
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.jsonout import envelope
-from cudadoctor.schema import DESCRIPTIONS, REGENERATE, schema_json, snapshot_schema
-from cudadoctor.serialize import SnapshotError, snapshot_from_dict, snapshot_to_dict
+from cudadoctor.model.schema import DESCRIPTIONS, REGENERATE, schema_json, snapshot_schema
+from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict, snapshot_to_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = ROOT / "docs" / "snapshot.schema.json"
@@ -89,7 +89,7 @@ def validate(value: Any, schema: Dict[str, Any], path: str = "") -> List[str]:
 
 
 def sections() -> List[type]:
-    """Every dataclass reachable from Snapshot, walked independently of cudadoctor.schema."""
+    """Every dataclass reachable from Snapshot, walked independently of cudadoctor.model.schema."""
     found: List[type] = []
 
     def walk(tp: Any) -> None:
@@ -147,7 +147,7 @@ def json_blocks(text: str) -> List[Any]:
 
 def test_checked_in_schema_is_the_generated_one() -> None:
     printed = subprocess.run(
-        [sys.executable, "-m", "cudadoctor.schema"], capture_output=True, text=True, encoding="utf-8", check=True
+        [sys.executable, "-m", "cudadoctor.model.schema"], capture_output=True, text=True, encoding="utf-8", check=True
     ).stdout
     assert printed == schema_json()
     current = SCHEMA_FILE.read_text(encoding="utf-8") if SCHEMA_FILE.exists() else ""

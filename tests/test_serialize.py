@@ -17,7 +17,7 @@ from cudadoctor.model import (
     Snapshot,
     Toolkit,
 )
-from cudadoctor.serialize import SnapshotError, snapshot_from_dict, snapshot_from_json, snapshot_to_json
+from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict, snapshot_from_json, snapshot_to_json
 
 
 def full_snapshot() -> Snapshot:

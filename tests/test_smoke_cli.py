@@ -17,8 +17,9 @@ from cudadoctor.cli.smoke import default_suites, parse_duration, parse_gpu_list
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.model import FrameworkBuild, Snapshot
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
-from cudadoctor.smoke import SUITES, _protocol
+from cudadoctor.host.recorded import RecordedHost
+from cudadoctor.smoke import SUITES
+from cudadoctor.smoke.suites import _protocol
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 H200 = "h200-driver580-torch211-cu130"

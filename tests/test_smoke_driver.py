@@ -1,4 +1,4 @@
-"""The driver smoke suite (cudadoctor/smoke/driver_suite.py) without a GPU, and with one.
+"""The driver smoke suite (cudadoctor/smoke/suites/driver_suite.py) without a GPU, and with one.
 
 Without a GPU: the CUresult table against cuda.h, the PTX by structure and (when ptxas is
 installed) by assembling it, the verification and bandwidth arithmetic, the script on this
@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from cudadoctor.smoke import _protocol
-from cudadoctor.smoke import driver_suite as ds
+from cudadoctor.smoke.suites import _protocol
+from cudadoctor.smoke.suites import driver_suite as ds
 
 CUDA_H = "/usr/local/cuda-13.0/include/cuda.h"
 PTXAS = shutil.which("ptxas") or "/usr/local/cuda-13.0/bin/ptxas"

@@ -22,9 +22,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from cudadoctor.smoke import _frameworks as fw
-from cudadoctor.smoke import _protocol, suite_path
-from cudadoctor.smoke import cupy_suite, jax_suite, julia_suite, tensorflow_suite
+from cudadoctor.smoke.suites import _frameworks as fw
+from cudadoctor.smoke.suites import _protocol
+from cudadoctor.smoke import suite_path
+from cudadoctor.smoke.suites import cupy_suite, jax_suite, julia_suite, tensorflow_suite
 
 FRAMEWORK_SUITES = {"jax": "jax", "cupy": "cupy", "tensorflow": "tensorflow"}
 

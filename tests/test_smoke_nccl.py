@@ -16,9 +16,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from cudadoctor.smoke import _nccl_report as report
-from cudadoctor.smoke._nccl_report import Progress, RankInfo
-from cudadoctor.smoke._torch_dist import free_port
+from cudadoctor.smoke.suites import _nccl_report as report
+from cudadoctor.smoke.suites._nccl_report import Progress, RankInfo
+from cudadoctor.smoke.suites._torch_dist import free_port
 
 HERE = Path(__file__).resolve().parent
 FAULTY = str(HERE / "nccl_faulty.py")
@@ -151,7 +151,7 @@ def test_wrong_contribution_fails_and_names_the_rank() -> None:
 
 
 def test_help_needs_no_torch() -> None:
-    code = ("import sys; sys.modules['torch'] = None; from cudadoctor.smoke import nccl; "
+    code = ("import sys; sys.modules['torch'] = None; from cudadoctor.smoke.suites import nccl; "
             "sys.exit(nccl.main(['--timeout', '5']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
     assert r.returncode == 2
@@ -165,7 +165,7 @@ def test_help_needs_no_torch() -> None:
 
 @needs_gloo
 def test_outside_torchrun_is_a_usage_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudadoctor.smoke import nccl
+    from cudadoctor.smoke.suites import nccl
 
     for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
@@ -175,7 +175,7 @@ def test_outside_torchrun_is_a_usage_error(capsys: pytest.CaptureFixture[str], m
 
 @pytest.mark.parametrize("argv", [["--timeout", "0"], ["--backend", "mpi"], ["--iters", "x"]])
 def test_bad_options_exit_2(argv: List[str]) -> None:
-    from cudadoctor.smoke import nccl
+    from cudadoctor.smoke.suites import nccl
 
     with pytest.raises(SystemExit) as exc:
         nccl.parse_args(argv)

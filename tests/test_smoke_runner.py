@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Optional, Set
 
 import pytest
 
-from cudadoctor.smoke import SUITE_FILES, SUITES, _protocol, suite_path
+from cudadoctor.smoke import SUITE_FILES, SUITES, suite_path
+from cudadoctor.smoke.suites import _protocol
 from cudadoctor.smoke import runner
 from cudadoctor.smoke.runner import interpret, parse_line, run_suite, run_suites
 
@@ -313,7 +314,7 @@ def test_run_suites_runs_each_in_order(tmp_path: Path) -> None:
 def test_the_suite_table() -> None:
     assert SUITES == ("driver", "torch", "jax", "cupy", "tensorflow", "julia")
     assert SUITE_FILES["torch"] == "torch_suite.py"
-    assert suite_path("jax").endswith(os.path.join("smoke", "jax_suite.py"))
+    assert suite_path("jax").endswith(os.path.join("smoke", "suites", "jax_suite.py"))
 
 
 def test_timeouts_per_tier_and_the_child_command() -> None:

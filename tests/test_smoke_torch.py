@@ -17,12 +17,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cudadoctor.smoke import _compare, _libmaps, _protocol  # noqa: E402
-from cudadoctor.smoke import _torch_dist as dist  # noqa: E402
-from cudadoctor.smoke import _torch_perf as perf  # noqa: E402
-from cudadoctor.smoke import _torch_tests as tt  # noqa: E402
+from cudadoctor.smoke.suites import _compare, _libmaps, _protocol  # noqa: E402
+from cudadoctor.smoke.suites import _torch_dist as dist  # noqa: E402
+from cudadoctor.smoke.suites import _torch_perf as perf  # noqa: E402
+from cudadoctor.smoke.suites import _torch_tests as tt  # noqa: E402
 from cudadoctor.smoke import suite_path  # noqa: E402
-from cudadoctor.smoke import torch_suite as ts  # noqa: E402
+from cudadoctor.smoke.suites import torch_suite as ts  # noqa: E402
 
 SUITE = suite_path("torch")
 CPU_BUILD = torch.version.cuda is None

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 from cudadoctor.probes import collect
-from cudadoctor.recorded import RecordedHost
+from cudadoctor.host.recorded import RecordedHost
 
 
 def facts(prefix: str, version: str) -> Dict[str, Any]:

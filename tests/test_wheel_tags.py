@@ -1,4 +1,4 @@
-"""Wheel filenames and tag matching (cudadoctor.wheel_tags), and fuzzing of everything in
+"""Wheel filenames and tag matching (cudadoctor.planner.wheel_tags), and fuzzing of everything in
 `install --verify` that reads text from an index: filenames, HTML and JSON pages."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from cudadoctor import planner_verify as pv
+from cudadoctor.planner import verify as pv
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.wheel_tags import (
+from cudadoctor.planner.wheel_tags import (
     TagTarget,
     WheelName,
     describe_interpreters,

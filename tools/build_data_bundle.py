@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from cudadoctor import __version__  # noqa: E402
-from cudadoctor.data_store import file_hashes, validate_bundle  # noqa: E402
+from cudadoctor.data.store import file_hashes, validate_bundle  # noqa: E402
 from cudadoctor.matrix.load import read_manifest  # noqa: E402
 
 BUNDLE_FORMAT = "cudadoctor-data-bundle"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..model import Category, Finding, Severity, Snapshot
-from .base import Check
-from .registry import CHECKS
+from cudadoctor.model import Category, Finding, Severity, Snapshot
+from cudadoctor.checks.base import Check
+from cudadoctor.checks.registry import CHECKS
 
 __all__ = ["CHECKS", "Check", "run_checks", "all_codes"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from ..model import Category, Finding, LibraryCopy, Severity, Snapshot
-from .base import Check, driver_version, finding, gpus, ref
+from cudadoctor.model import Category, Finding, LibraryCopy, Severity, Snapshot
+from cudadoctor.checks.base import Check, driver_version, finding, gpus, ref
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

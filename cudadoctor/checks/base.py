@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from ..model import Category, Finding, Fix, FixCommand, FrameworkBuild, Gpu, Severity, Snapshot
+from cudadoctor.model import Category, Finding, Fix, FixCommand, FrameworkBuild, Gpu, Severity, Snapshot
 
 CheckFn = Callable[[Snapshot, Any], List[Finding]]
 

@@ -3,25 +3,44 @@ framework CUDA the driver cannot run (or runs only through minor-version compati
 the build has no kernels for, Python versions without wheels, torch companions of another
 release, and variants that do not belong to this stack (builds_arch.py, builds_variant.py).
 
-Every limit comes from the matrix; fixes that install torch come from :mod:`cudadoctor.planner`.
+Every limit comes from the matrix; fixes that install torch come from :mod:`cudadoctor.planner.torch`.
 """
 
 from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from ..matrix.archs import PTX_JIT
-from ..matrix.versions import major, major_minor
-from ..model import Category, Finding, FrameworkBuild, Severity, Snapshot
-from .base import Check, driver_version, os_of, ref
-from .builds_arch import check_arch, check_companions, check_python, check_tf_windows
-from .builds_facts import (
-    RUNTIME_FRAMEWORKS, GpuFact, build_version, driver_cuda, finding, gpu_facts, label, normalized, support,
-    tf_arch_lists, torch_arch_lists, torch_fix, usable_gpus, wheel_platform,
+from cudadoctor.matrix.archs import PTX_JIT
+from cudadoctor.matrix.versions import major, major_minor
+from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
+from cudadoctor.checks.base import Check, driver_version, os_of, ref
+from cudadoctor.checks.builds_arch import check_arch, check_companions, check_python, check_tf_windows
+from cudadoctor.checks.builds_facts import (
+    RUNTIME_FRAMEWORKS,
+    GpuFact,
+    build_version,
+    driver_cuda,
+    finding,
+    gpu_facts,
+    label,
+    normalized,
+    support,
+    tf_arch_lists,
+    torch_arch_lists,
+    torch_fix,
+    usable_gpus,
+    wheel_platform,
 )
-from .builds_variant import (
-    check_cupy, check_jax_plugin, check_onnxruntime, check_tf_and_cuda, cupy_alternative, cupy_install,
-    install_jax, install_ort, jax_alternative,
+from cudadoctor.checks.builds_variant import (
+    check_cupy,
+    check_jax_plugin,
+    check_onnxruntime,
+    check_tf_and_cuda,
+    cupy_alternative,
+    cupy_install,
+    install_jax,
+    install_ort,
+    jax_alternative,
 )
 
 E, W = Severity.ERROR, Severity.WARNING

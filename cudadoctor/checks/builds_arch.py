@@ -6,13 +6,28 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..matrix.archs import PTX_JIT, SASS, UNSUPPORTED, support_of
-from ..matrix.versions import major, major_minor, vkey
-from ..model import Category, Finding, FrameworkBuild, Severity, Snapshot
-from .base import gpus, ref
-from .builds_facts import (
-    ArchLists, GpuFact, build_version, finding, gpu_facts, is_conda, label, normalized, python_mm, support, tf_arch_lists,
-    torch_arch_lists, torch_fix, torch_plan, torch_packages, torch_variant_name, wheel_platform,
+from cudadoctor.matrix.archs import PTX_JIT, SASS, UNSUPPORTED, support_of
+from cudadoctor.matrix.versions import major, major_minor, vkey
+from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
+from cudadoctor.checks.base import gpus, ref
+from cudadoctor.checks.builds_facts import (
+    ArchLists,
+    GpuFact,
+    build_version,
+    finding,
+    gpu_facts,
+    is_conda,
+    label,
+    normalized,
+    python_mm,
+    support,
+    tf_arch_lists,
+    torch_arch_lists,
+    torch_fix,
+    torch_plan,
+    torch_packages,
+    torch_variant_name,
+    wheel_platform,
 )
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO

@@ -8,14 +8,14 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..matrix.archs import parse_arch, parse_compute_capability, support_of
-from ..matrix.versions import major, vkey
-from ..model import Category, Finding, FrameworkBuild, Gpu, Severity, Snapshot
-from ..planner import NoPlan, TorchPlan, plan_torch
-from ..planner_target import python_mm as _python_mm
-from ..planner_target import wheel_platform as wheel_platform  # the planner's, re-exported for the checks
-from .base import driver_version, gpus, os_of, ref
-from .base import finding as base_finding
+from cudadoctor.matrix.archs import parse_arch, parse_compute_capability, support_of
+from cudadoctor.matrix.versions import major, vkey
+from cudadoctor.model import Category, Finding, FrameworkBuild, Gpu, Severity, Snapshot
+from cudadoctor.planner.torch import NoPlan, TorchPlan, plan_torch
+from cudadoctor.planner.target import python_mm as _python_mm
+from cudadoctor.planner.target import wheel_platform as wheel_platform  # the planner's, re-exported for the checks
+from cudadoctor.checks.base import driver_version, gpus, os_of, ref
+from cudadoctor.checks.base import finding as base_finding
 
 # The frameworks whose builds carry their own CUDA runtime; torchvision and torchaudio follow torch.
 RUNTIME_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "onnxruntime", "tensorrt")

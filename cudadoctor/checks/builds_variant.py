@@ -9,11 +9,19 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, List, Optional, Tuple
 
-from ..matrix.versions import major, major_minor
-from ..model import Category, Finding, FrameworkBuild, Severity, Snapshot
-from .base import driver_version, gpus, os_of, ref
-from .builds_facts import (
-    build_version, cuda_range, dist_name, driver_cuda, finding, label, normalized, stack_majors, uses,
+from cudadoctor.matrix.versions import major, major_minor
+from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
+from cudadoctor.checks.base import driver_version, gpus, os_of, ref
+from cudadoctor.checks.builds_facts import (
+    build_version,
+    cuda_range,
+    dist_name,
+    driver_cuda,
+    finding,
+    label,
+    normalized,
+    stack_majors,
+    uses,
 )
 
 E, W = Severity.ERROR, Severity.WARNING

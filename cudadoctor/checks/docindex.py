@@ -8,7 +8,7 @@ import re
 import sys
 from typing import Dict, List, Optional
 
-from . import CHECKS
+from cudadoctor.checks import CHECKS
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "findings")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from ..model import Category, Finding, Gpu, Severity, Snapshot
-from .base import Check, finding, gpus, ref
+from cudadoctor.model import Category, Finding, Gpu, Severity, Snapshot
+from cudadoctor.checks.base import Check, finding, gpus, ref
 
 K = TypeVar("K", bound=Hashable)
 

@@ -22,9 +22,18 @@ import re
 import shlex
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..matrix.versions import major, vkey
-from ..model import Category, Finding, FrameworkBuild, Library, LibraryCopy, Package, Severity, Snapshot
-from .base import Check, cuda_builds, finding, ref
+from cudadoctor.matrix.versions import major, vkey
+from cudadoctor.model import (
+    Category,
+    Finding,
+    FrameworkBuild,
+    Library,
+    LibraryCopy,
+    Package,
+    Severity,
+    Snapshot,
+)
+from cudadoctor.checks.base import Check, cuda_builds, finding, ref
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

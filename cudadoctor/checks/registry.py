@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from .base import Check
+from cudadoctor.checks.base import Check
 
 def _table() -> Tuple[Check, ...]:
     checks: List[Check] = []
-    from . import access, builds, hardware, libraries, signature, smoke, toolchain
+    from cudadoctor.checks import access, builds, hardware, libraries, signature, smoke, toolchain
 
     for module in (access, builds, libraries, toolchain, hardware, smoke, signature):
         checks.extend(module.CHECKS)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..model import GPU_SOURCES_DRIVER, Category, Finding, Severity, Snapshot
-from .base import Check, finding, ref
+from cudadoctor.model import GPU_SOURCES_DRIVER, Category, Finding, Severity, Snapshot
+from cudadoctor.checks.base import Check, finding, ref
 
 C = Category
 
@@ -199,7 +199,7 @@ def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]]
     checked. Only warnings and errors of the other checks show a cause. ``checks``: those that
     ran (default: every registered check)."""
     if checks is None:
-        from .registry import CHECKS
+        from cudadoctor.checks.registry import CHECKS
 
         checks = CHECKS
     layers = {c.layer for c in checks if c.codes and not CODES & set(c.codes)}

@@ -8,16 +8,16 @@ fault. Both declare the root-cause categories that explain them, so a finding of
 (no kernel image for this GPU, a CPU-only build, a missing library, ...) comes first and the smoke
 finding is marked as following from it. Memory read back wrong, ECC counters rising, Xid errors and
 bandwidth far below the GPU's peak become ``hardware_fault`` findings. Metric names:
-cudadoctor/smoke/_protocol.py.
+cudadoctor/smoke/suites/_protocol.py.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..model import Category, Finding, Gpu, Severity, SmokeResult, SmokeTest, Snapshot
-from .base import Check, finding, ref
-from .signature import label as cause_label
+from cudadoctor.model import Category, Finding, Gpu, Severity, SmokeResult, SmokeTest, Snapshot
+from cudadoctor.checks.base import Check, finding, ref
+from cudadoctor.checks.signature import label as cause_label
 
 C = Category
 E, W = Severity.ERROR, Severity.WARNING

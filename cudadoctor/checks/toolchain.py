@@ -13,9 +13,9 @@ from __future__ import annotations
 import posixpath
 from typing import Any, List, Optional, Tuple
 
-from ..matrix.versions import major, major_minor, vkey
-from ..model import Category, Compiler, Finding, FrameworkBuild, Severity, Snapshot, Toolkit
-from .base import Check, cuda_builds, finding, ref
+from cudadoctor.matrix.versions import major, major_minor, vkey
+from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Severity, Snapshot, Toolkit
+from cudadoctor.checks.base import Check, cuda_builds, finding, ref
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms to import, a sixth of `cudadoctor run`'s
 
 
 def version_line() -> str:
-    from . import _version
+    from cudadoctor.cli import _version
 
     return _version.line()
 
@@ -23,11 +23,11 @@ def main(argv: Optional[List[str]] = None) -> NoReturn:
     if args[:1] == ["run"]:
         # `cudadoctor run -- CMD` wraps every run of a job: start CMD without importing click.
         # Anything its small parser does not take (--help, a bad value) goes to click below.
-        from .. import oncall
+        from cudadoctor.oncall import run as oncall
 
         options = oncall.parse(args[1:])
         if options is not None:
             oncall.main(options)
-    from .app import run
+    from cudadoctor.cli.app import run
 
     sys.exit(run(args))

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from .. import __version__
-from ..datadir import data_info
+from cudadoctor.version import __version__
+from cudadoctor.data.location import data_info
 
 
 def line() -> str:

@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import click
 
-from ..errors import CudadoctorError, ExitCode
-from ._version import line as version_line
+from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.cli._version import line as version_line
 
 
 # Each command lives in its own module, imported only when it runs (or for --help), so that
@@ -42,9 +42,9 @@ class LazyGroup(click.Group):
 
 
 def _data_option(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
-    from ..data_store import set_data_option
-    from ..datadir import data_info
-    from ..matrix import default_matrix
+    from cudadoctor.data.store import set_data_option
+    from cudadoctor.data.location import data_info
+    from cudadoctor.matrix import default_matrix
 
     set_data_option(value)
     data_info.cache_clear()

@@ -7,10 +7,10 @@ from typing import Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError, ExitCode
-from ..host import DEFAULT_TIMEOUT_S
-from ..reporting import with_quick_smoke
-from .output import emit, exit_code, format_options
+from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.host import DEFAULT_TIMEOUT_S
+from cudadoctor.reports.build import with_quick_smoke
+from cudadoctor.cli.output import emit, exit_code, format_options
 
 
 @click.command()
@@ -28,12 +28,12 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
           no_smoke: bool, machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
           fail_on: str) -> int:
     """Probe the driver, GPUs, toolkits, libraries and framework builds, and say what is wrong."""
-    from ..api import collect, diagnose, make_report
+    from cudadoctor.api import collect, diagnose, make_report
 
     if list_checks:
         return _list()
     _known(checks)
-    from ..recorded import replay
+    from cudadoctor.host.recorded import replay
 
     host = replay(machine)
     if python is not None and machine is None and not os.path.exists(python):
@@ -52,7 +52,7 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
 
 
 def _list() -> int:
-    from ..checks import CHECKS
+    from cudadoctor.checks import CHECKS
 
     for c in CHECKS:
         click.echo(f"{c.name:<26} {c.summary}")
@@ -63,7 +63,7 @@ def _list() -> int:
 def _known(names: Tuple[str, ...]) -> None:
     if not names:
         return
-    from ..checks import CHECKS, all_codes
+    from cudadoctor.checks import CHECKS, all_codes
 
     known = set(all_codes()) | {c.name for c in CHECKS}
     unknown = [n for n in names if n not in known]

@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import click
 
-from ..errors import CudadoctorError, ExitCode
+from cudadoctor.errors import CudadoctorError, ExitCode
 
 
 @click.group()
@@ -18,7 +18,7 @@ def data() -> None:
 
 
 def _matrix(path: Optional[str] = None) -> Any:
-    from ..matrix import DataError, Matrix, default_matrix
+    from cudadoctor.matrix import DataError, Matrix, default_matrix
 
     try:
         return Matrix(path) if path else default_matrix()
@@ -29,7 +29,7 @@ def _matrix(path: Optional[str] = None) -> Any:
 @data.command()
 def info() -> int:
     """Data version, schema version, where it is, and the records per table."""
-    from ..matrix import DataError
+    from cudadoctor.matrix import DataError
 
     matrix = _matrix()
     out = [
@@ -73,7 +73,7 @@ def validate(path: Optional[str]) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Print the table's JSON document.")
 def show(table: str, as_json: bool) -> int:
     """Print one table (name with or without .json)."""
-    from ..matrix import DataError
+    from cudadoctor.matrix import DataError
 
     matrix = _matrix()
     name = table if table.endswith(".json") else f"{table}.json"
@@ -107,8 +107,8 @@ def _short(value: Any) -> str:
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Connect/read timeout in seconds.")
 def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     """Download, verify and install newer compatibility data."""
-    from ..data_update import UpdateError
-    from ..data_update import update as run_update
+    from cudadoctor.data.update import UpdateError
+    from cudadoctor.data.update import update as run_update
 
     try:
         result = run_update(url, allow_downgrade=allow_downgrade, timeout=timeout)
@@ -126,8 +126,8 @@ def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
 @data.command()
 def rollback() -> int:
     """Go back to the previously installed data bundle."""
-    from ..data_store import StoreError
-    from ..data_store import rollback as store_rollback
+    from cudadoctor.data.store import StoreError
+    from cudadoctor.data.store import rollback as store_rollback
 
     try:
         version = store_rollback()

@@ -7,8 +7,8 @@ from typing import Any, Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError
-from .output import emit, exit_code, format_options
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.cli.output import emit, exit_code, format_options
 
 
 @click.command()
@@ -22,9 +22,9 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
     """Diagnose a saved snapshot or report (FILE, '-' for stdin), or --facts FILE.
 
     FILE may also be the Markdown of `cudadoctor report`: its JSON block is read."""
-    from ..api import diagnose as run_diagnosis, make_report
-    from ..facts import snapshot_from_facts
-    from ..serialize import SnapshotError, snapshot_from_dict
+    from cudadoctor.api import diagnose as run_diagnosis, make_report
+    from cudadoctor.model.facts import snapshot_from_facts
+    from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict
 
     if (file is None) == (facts_file is None):
         raise CudadoctorError("give a snapshot or report FILE, or --facts FILE (one of them)")
@@ -35,7 +35,7 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
         snapshot = snapshot_from_facts(data) if facts_file else snapshot_from_dict(data)
     except SnapshotError as exc:
         raise CudadoctorError(f"{path}: {exc}") from None
-    from .check import _known
+    from cudadoctor.cli.check import _known
 
     _known(checks)
     findings = run_diagnosis(snapshot, only=checks or None)
@@ -45,7 +45,7 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
 
 def _read_json(path: str) -> Any:
     """A JSON file, stdin for '-', or the JSON block of a Markdown report of `cudadoctor report`."""
-    from ..api import parse_json, read_json
+    from cudadoctor.api import parse_json, read_json
 
     if path != "-":
         return read_json(path, markdown=True)

@@ -13,12 +13,12 @@ from typing import Any, List, Optional
 
 import click
 
-from ..diff import Side, compare
-from ..errors import CudadoctorError, ExitCode
-from ..model import Finding
-from ..render import diff as render
-from ..serialize import ENVELOPE_FORMAT
-from .diagnose import _read_json
+from cudadoctor.reports.diff import Side, compare
+from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.model import Finding
+from cudadoctor.render import diff as render
+from cudadoctor.model.serialize import ENVELOPE_FORMAT
+from cudadoctor.cli.diagnose import _read_json
 
 FORMATS = ("text", "markdown", "json")
 
@@ -61,8 +61,8 @@ def diff(file_a: str, file_b: str, include_noise: bool, rediagnose: bool, no_red
 def load_side(path: str, rediagnose: bool = False) -> Side:
     """One side of the comparison from a file: its snapshot, and its findings when it carries them
     (else today's). One-line usage errors for anything that is not a snapshot or report."""
-    from ..api import diagnose, make_report
-    from ..serialize import SnapshotError, from_jsonable, snapshot_from_dict
+    from cudadoctor.api import diagnose, make_report
+    from cudadoctor.model.serialize import SnapshotError, from_jsonable, snapshot_from_dict
 
     data = _read_json(path)  # JSON, or the Markdown of `cudadoctor report` (its JSON block)
     if not isinstance(data, dict):
@@ -94,14 +94,14 @@ def redacted(side: Side) -> Side:
     """The side with usernames, hostnames, home directories, GPU UUIDs and secrets replaced, as in
     `cudadoctor report`: the output is safe to paste, and a report redacted when it was saved
     compares with one that was not."""
-    from ..redact import redact
+    from cudadoctor.reports.redact import redact
 
     report, summary = redact(side.report)
     return dataclasses.replace(side, report=report, redacted=summary.describe() if summary.total else "")
 
 
 def _list(value: Any) -> List[Any]:
-    from ..serialize import SnapshotError
+    from cudadoctor.model.serialize import SnapshotError
 
     if not isinstance(value, list):
         raise SnapshotError("findings: expected a list")

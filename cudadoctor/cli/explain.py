@@ -10,10 +10,10 @@ from typing import Any, Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError, ExitCode
-from ..explanation import Checked, explain_message, judge
-from ..host import DEFAULT_TIMEOUT_S
-from ..model import Snapshot
+from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.oncall.explanation import Checked, explain_message, judge
+from cudadoctor.host import DEFAULT_TIMEOUT_S
+from cudadoctor.model import Snapshot
 
 __all__ = ["Checked", "explain"]
 MAX_TEXT = 16 * 1024 * 1024  # characters of a log read; the matcher is fast, memory is the limit
@@ -36,7 +36,7 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
             verbose: bool) -> int:
     """Explain an error message (quote it, or '-' to read it from stdin): its possible causes, most
     likely first, and which of them holds on this machine."""
-    from ..matrix import default_matrix
+    from cudadoctor.matrix import default_matrix
 
     message = _message(text)
     sources = [name for name, given in (("--no-check", no_check), ("--facts", facts_file),
@@ -82,8 +82,8 @@ def _check(message: str, facts_file: Optional[str], snapshot_file: Optional[str]
         kind, path = ("facts", facts_file) if facts_file else ("snapshot", snapshot_file)
         assert path is not None
         return judge(message, _load(kind, path), kind, path, matrix)
-    from ..api import collect
-    from ..recorded import replay
+    from cudadoctor.api import collect
+    from cudadoctor.host.recorded import replay
 
     if python is not None and machine is None and not os.path.exists(python):
         raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
@@ -95,9 +95,9 @@ def _check(message: str, facts_file: Optional[str], snapshot_file: Optional[str]
 
 
 def _load(kind: str, path: str) -> Snapshot:
-    from ..api import read_json
-    from ..facts import snapshot_from_facts
-    from ..serialize import SnapshotError, snapshot_from_dict
+    from cudadoctor.api import read_json
+    from cudadoctor.model.facts import snapshot_from_facts
+    from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict
 
     data = read_json(path, f"--{kind} {path}")
     try:

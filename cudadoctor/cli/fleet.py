@@ -15,8 +15,8 @@ from typing import Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError
-from .output import FAIL_ON
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.cli.output import FAIL_ON
 
 FORMATS = ("text", "markdown", "json")
 
@@ -51,9 +51,9 @@ def summarize(inputs: Tuple[str, ...], expected: Optional[int], nodes_arg: Optio
     data version), says what each differs from the majority, counts findings across nodes, and
     lists hardware signals and missing or unreadable reports. Exits 1 when a node has a finding
     at or above --fail-on, or a report is missing or unreadable (not with --fail-on never)."""
-    from ..fleet import render, summarize_paths
-    from ..fleet.nodes import expected_nodes
-    from ..fleet.summary import exit_code
+    from cudadoctor.fleet import render, summarize_paths
+    from cudadoctor.fleet.nodes import expected_nodes
+    from cudadoctor.fleet.summary import exit_code
 
     if expected is not None and nodes_arg is not None:
         raise CudadoctorError("give --expected N or --nodes FILE|LIST, not both",

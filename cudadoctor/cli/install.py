@@ -2,7 +2,7 @@
 
 The machine is this one (its probes) unless a described-machine flag is given (--driver, --gpu,
 --cc, --os, --platform): then the plan is for that machine and nothing of this one is used.
---python and --cuda apply to both. The planning is :func:`cudadoctor.planner_install.plan_install`;
+--python and --cuda apply to both. The planning is :func:`cudadoctor.planner.install.plan_install`;
 this module reads the options, runs --verify, and prints (docs/install.md).
 """
 
@@ -14,10 +14,10 @@ from typing import Any, Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError, ExitCode
-from ..host import DEFAULT_TIMEOUT_S
-from ..planner_managers import MANAGERS
-from ..planner_target import OSES, PLATFORMS
+from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.host import DEFAULT_TIMEOUT_S
+from cudadoctor.planner.managers import MANAGERS
+from cudadoctor.planner.target import OSES, PLATFORMS
 
 
 @click.command()
@@ -44,9 +44,9 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
             as_json: bool, machine: Optional[str]) -> int:
     """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu: the exact pins, the
     index or channel, and why; for this machine or a described one."""
-    from ..matrix import default_matrix
-    from ..planner_install import plan_install
-    from .install_output import print_json, print_text
+    from cudadoctor.matrix import default_matrix
+    from cudadoctor.planner.install import plan_install
+    from cudadoctor.render.install import print_json, print_text
 
     matrix = default_matrix()
     if index_url is not None and not re.match(r"^(https?|file)://\S+$", index_url):
@@ -62,18 +62,18 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
 
 def _target(matrix: Any, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str],
             os_name: Optional[str], platform: Optional[str], timeout: float, machine: Optional[str]) -> Tuple[Any, str]:
-    from ..planner_target import described, from_snapshot, with_python
+    from cudadoctor.planner.target import described, from_snapshot, with_python
 
     if driver or gpus or ccs or os_name or platform:
         if python and _is_path(python):
             raise CudadoctorError("--python PATH inspects this machine; a described machine takes --python X.Y")
         return described(matrix, driver, gpus, ccs, python, os_name, platform), "the described machine"
-    from ..api import collect
+    from cudadoctor.api import collect
 
     path = python if python and _is_path(python) else None
     if path is not None and machine is None and not os.path.exists(path):
         raise CudadoctorError(f"--python {path}: no such file", hint="give a Python version (3.11) or an interpreter")
-    from ..recorded import replay
+    from cudadoctor.host.recorded import replay
 
     host = replay(machine)
     snapshot = collect(python=path, timeout=timeout, host=host,
@@ -88,8 +88,8 @@ def _is_path(value: str) -> bool:
 
 def _verify(matrix: Any, result: Any, timeout: float) -> Any:
     """{package: VerifyResult} for each pip/uv plan's exact pins, against the index pip will use."""
-    from ..planner_managers import index_for
-    from ..planner_verify import verify
+    from cudadoctor.planner.managers import index_for
+    from cudadoctor.planner.verify import verify
 
     if result.manager not in ("pip", "uv"):
         raise CudadoctorError(f"--verify asks a pip index; --manager {result.manager} installs from channels")

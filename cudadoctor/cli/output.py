@@ -8,8 +8,8 @@ from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import click
 
-from ..errors import ExitCode
-from ..model import Finding, Report, Severity
+from cudadoctor.errors import ExitCode
+from cudadoctor.model import Finding, Report, Severity
 
 FORMATS = ("text", "json", "markdown", "line")  # line: the environment and the verdict in one line
 FAIL_ON = ("error", "warning", "never")
@@ -30,7 +30,7 @@ def format_options(fn: F) -> F:
 
 
 def emit(report: Report, fmt: Optional[str], as_json: bool, verbose: bool, color: Optional[bool]) -> None:
-    from ..render import RENDERERS
+    from cudadoctor.render import RENDERERS
 
     name = "json" if as_json else (fmt or "text")
     use_color = color if color is not None else (name == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ)

@@ -1,7 +1,7 @@
 """``cudadoctor report``: everything a bug report needs, redacted, in one paste (docs/reports.md).
 
 It probes, runs the checks (and the quick smoke tests where a GPU answers, as ``check`` does),
-redacts the Report (:mod:`cudadoctor.redact`) and renders it: Markdown sized for an issue body,
+redacts the Report (:mod:`cudadoctor.reports.redact`) and renders it: Markdown sized for an issue body,
 text, or the JSON envelope. A report is not a verdict: it exits 0 once written, whatever it found.
 """
 
@@ -13,9 +13,15 @@ from typing import Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError, ExitCode
-from ..host import DEFAULT_TIMEOUT_S
-from ..reporting import REPORT_FORMATS, check_patterns, finish_report, render_report, with_quick_smoke
+from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.host import DEFAULT_TIMEOUT_S
+from cudadoctor.reports.build import (
+    REPORT_FORMATS,
+    check_patterns,
+    finish_report,
+    render_report,
+    with_quick_smoke,
+)
 
 FORMATS = REPORT_FORMATS
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".json": "json"}
@@ -46,9 +52,9 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
            no_redact: bool, keep_hostname: bool, max_length: Optional[int], timeout: float, machine: Optional[str]) -> int:
     """A report to paste into a bug tracker: verdict, key versions, findings, every fact, and the
     JSON a maintainer replays with `cudadoctor diagnose`. Redacted unless --no-redact."""
-    from ..api import collect, diagnose, make_report
-    from ..node import expand, node_name
-    from ..recorded import replay
+    from cudadoctor.api import collect, diagnose, make_report
+    from cudadoctor.reports.node import expand, node_name
+    from cudadoctor.host.recorded import replay
 
     if no_redact and (patterns or keep_hostname):
         raise CudadoctorError("--no-redact keeps every value: it does not go with --redact or --keep-hostname")
@@ -82,7 +88,7 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
 def _write(path: str, text: str) -> None:
     """Write atomically, creating the folder: on a cluster, a summary that reads the folder while
     nodes still write sees whole reports only."""
-    from ..files import write_atomically
+    from cudadoctor.host.files import write_atomically
 
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(folder) and not os.path.isdir(folder):

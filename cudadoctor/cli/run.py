@@ -1,4 +1,4 @@
-"""``cudadoctor run -- COMMAND``: the click face of :mod:`cudadoctor.oncall`.
+"""``cudadoctor run -- COMMAND``: the click face of :mod:`cudadoctor.oncall.run`.
 
 A plain ``cudadoctor run ...`` never comes here: ``cudadoctor.cli.main`` parses it without click.
 This command answers ``--help``, lists ``run`` in ``cudadoctor --help``, words the usage errors,
@@ -12,8 +12,8 @@ from typing import Optional, Tuple
 
 import click
 
-from ..errors import CudadoctorError
-from ..host import DEFAULT_TIMEOUT_S
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.host import DEFAULT_TIMEOUT_S
 
 
 @click.command(context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]})
@@ -35,7 +35,7 @@ def run(no_check: bool, report_file: Optional[str], timeout: float, quiet: bool,
       cudadoctor run -- python train.py --epochs 3
       cudadoctor run --report gpu-error.json -- torchrun --nproc-per-node 8 train.py
     """
-    from .. import oncall
+    from cudadoctor.oncall import run as oncall
 
     if no_check and report_file is not None:
         raise CudadoctorError("--report needs this machine's facts: it does not go with --no-check")

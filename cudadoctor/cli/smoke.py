@@ -10,10 +10,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import click
 
-from ..errors import CudadoctorError
-from ..model import Snapshot
-from ..reporting import default_suites as default_suites  # re-exported: the command's choice
-from .output import emit, exit_code, format_options
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.model import Snapshot
+from cudadoctor.reports.build import default_suites as default_suites  # re-exported: the command's choice
+from cudadoctor.cli.output import emit, exit_code, format_options
 
 TIER_CHOICES = ("quick", "standard", "stress")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
@@ -68,9 +68,9 @@ def smoke(suites: Tuple[str, ...], tier: str, gpu: Optional[str], duration: Opti
           python: Optional[str], suite_paths: Tuple[str, ...], as_json: bool, fmt: Optional[str], verbose: bool,
           color: Optional[bool], fail_on: str) -> int:
     """Run small real workloads on the GPUs (each suite in its own process) and diagnose with the outcome."""
-    from ..api import collect, diagnose, make_report
-    from ..smoke import SUITES
-    from ..smoke.runner import expectations, run_suite
+    from cudadoctor.api import collect, diagnose, make_report
+    from cudadoctor.smoke import SUITES
+    from cudadoctor.smoke.runner import expectations, run_suite
 
     paths = _suite_paths(suite_paths)
     unknown = [s for s in suites if s not in SUITES and s not in paths]

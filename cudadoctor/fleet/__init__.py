@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from .summary import FleetSummary
+from cudadoctor.fleet.summary import FleetSummary
 
 
 def summarize_paths(inputs: Sequence[str], expected: Optional[int] = None, nodes: Optional[Sequence[str]] = None,
                     max_compared: Optional[int] = None, jobs: Optional[int] = None) -> FleetSummary:
     """The summary of the reports in ``inputs`` (files, or directories of ``*.json``/``*.md``)."""
-    from .read import discover, read_all
-    from .summary import MAX_COMPARED, summarize
+    from cudadoctor.fleet.read import discover, read_all
+    from cudadoctor.fleet.summary import MAX_COMPARED, summarize
 
     paths = discover(inputs)
     return summarize(read_all(paths, jobs), expected=expected, nodes=nodes,

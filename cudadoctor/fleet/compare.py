@@ -1,7 +1,7 @@
 """What a configuration changes against the majority, in the words of ``cudadoctor diff``.
 
 Only the two representatives are read in full (the majority's first node and the configuration's
-first node) and compared with :func:`cudadoctor.diff.compare`. The differences shown are those of
+first node) and compared with :func:`cudadoctor.reports.diff.compare`. The differences shown are those of
 the sections the fingerprint is made of, so they hold for every node of the configuration; the
 others (packages, environment variables, ...) may be one node's own and are only counted.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Tuple, Union
 
-from ..diff import IMPORTANCE, Side, compare, phrase
-from ..diff_fields import Difference
-from ..model import Finding, Report
-from .fingerprint import KEY_LIBRARIES, SECTION, changes, phrase as fingerprint_phrase
-from .record import NodeRecord
-from .summary import Change
+from cudadoctor.reports.diff import IMPORTANCE, Side, compare, phrase
+from cudadoctor.reports.diff_fields import Difference
+from cudadoctor.model import Finding, Report
+from cudadoctor.fleet.fingerprint import KEY_LIBRARIES, SECTION, changes, phrase as fingerprint_phrase
+from cudadoctor.fleet.record import NodeRecord
+from cudadoctor.fleet.summary import Change
 
 FINGERPRINT_SECTIONS = frozenset(s for s in SECTION.values() if s is not None)
 KEY_LIBRARY_NAMES = frozenset(name for name, _ in KEY_LIBRARIES)
@@ -26,9 +26,9 @@ NOT_COUNTED = frozenset({"findings"})  # shown across the fleet in their own sec
 def load_report(path: str) -> Union[Report, str]:
     """The full Report of one file, or why it cannot be loaded (e.g. a field this version does
     not know: the compact record read it, the strict loader does not)."""
-    from ..api import make_report
-    from ..serialize import SnapshotError, from_jsonable, snapshot_from_dict
-    from .read import parse_file
+    from cudadoctor.api import make_report
+    from cudadoctor.model.serialize import SnapshotError, from_jsonable, snapshot_from_dict
+    from cudadoctor.fleet.read import parse_file
 
     data, reason = parse_file(path)
     if reason is not None or not isinstance(data, dict):

@@ -2,7 +2,7 @@
 the path of a value of the wrong type, so one malformed report becomes one "unreadable" line.
 
 The fleet summary works on the dicts ``json.loads`` returns, not on Snapshot dataclasses: building
-those (:func:`cudadoctor.serialize.snapshot_from_dict`) for 10,000 reports would cost more than
+those (:func:`cudadoctor.model.serialize.snapshot_from_dict`) for 10,000 reports would cost more than
 reading them.
 """
 

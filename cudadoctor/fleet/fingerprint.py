@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
-from .fields import items, obj, text
+from cudadoctor.fleet.fields import items, obj, text
 
 # (component, value) pairs in a fixed order: hashable, and readable as they are.
 Fingerprint = Tuple[Tuple[str, str], ...]
@@ -150,6 +150,6 @@ def changes(a: Fingerprint, b: Fingerprint) -> List[Tuple[str, str, str]]:
 
 
 def phrase(component: str, a: str, b: str) -> str:
-    """A fingerprint change in the words of :func:`cudadoctor.diff.phrase`: ``data 2026.10.0 → 2026.11.0``."""
+    """A fingerprint change in the words of :func:`cudadoctor.reports.diff.phrase`: ``data 2026.10.0 → 2026.11.0``."""
     label = {"cuda": "CUDA toolkits", "gpus": "GPUs"}.get(component, component)
     return f"{label} {a} → {b}"

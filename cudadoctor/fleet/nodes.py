@@ -8,7 +8,7 @@ import os
 import re
 from typing import List
 
-from ..errors import CudadoctorError
+from cudadoctor.errors import CudadoctorError
 
 MAX_NODES = 1_000_000  # a range larger than any fleet is a typo, not a request for memory
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")

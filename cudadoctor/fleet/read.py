@@ -14,8 +14,8 @@ import stat
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..errors import CudadoctorError
-from .record import NodeRecord, Result, Unreadable, extract
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.fleet.record import NodeRecord, Result, Unreadable, extract
 
 SUFFIXES = (".json", ".md")
 PARALLEL_MIN = 2000  # files: below this, one process is faster than starting workers
@@ -103,7 +103,7 @@ def _markdown_json(text: str) -> Optional[object]:
     """The JSON block of a Markdown report of `cudadoctor report`, parsed; None when there is none."""
     if "```json" not in text:
         return None
-    from ..render.report_markdown import extract_json
+    from cudadoctor.render.report_markdown import extract_json
 
     block = extract_json(text)
     return json.loads(block) if block is not None else None

@@ -11,12 +11,24 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..checks.hardware import IDLE, SLOWDOWNS
-from ..model import SCHEMA_VERSION, Severity
-from ..render.jsonout import ENVELOPE_VERSION
-from ..serialize import ENVELOPE_FORMAT
-from .fields import BOOL_OR_NONE, INT_OR_NONE, BadField, flag, integer, items, kind, number, obj, strings, text
-from .fingerprint import Fingerprint, fingerprint, gpu_name
+from cudadoctor.checks.hardware import IDLE, SLOWDOWNS
+from cudadoctor.model import SCHEMA_VERSION, Severity
+from cudadoctor.render.jsonout import ENVELOPE_VERSION
+from cudadoctor.model.serialize import ENVELOPE_FORMAT
+from cudadoctor.fleet.fields import (
+    BOOL_OR_NONE,
+    INT_OR_NONE,
+    BadField,
+    flag,
+    integer,
+    items,
+    kind,
+    number,
+    obj,
+    strings,
+    text,
+)
+from cudadoctor.fleet.fingerprint import Fingerprint, fingerprint, gpu_name
 
 SEVERITIES = frozenset(s.value for s in Severity)
 FAILED_SMOKE = ("failed", "error", "timeout", "crashed")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .. import __version__
-from ..render.text import BOLD, DIM, RED, YELLOW, Style
-from .fingerprint import describe
-from .summary import SIGNAL_ORDER, Change, Configuration, FleetSummary, Outlier
+from cudadoctor.version import __version__
+from cudadoctor.render.text import BOLD, DIM, RED, YELLOW, Style
+from cudadoctor.fleet.fingerprint import describe
+from cudadoctor.fleet.summary import SIGNAL_ORDER, Change, Configuration, FleetSummary, Outlier
 
 FORMAT = "cudadoctor.fleet"
 FORMAT_VERSION = 1

@@ -3,7 +3,7 @@ and the reports that are missing or could not be read.
 
 Built in one pass over the nodes' compact records (:mod:`cudadoctor.fleet.record`); only one
 representative report per configuration is read in full, to say what differs from the majority
-with ``cudadoctor diff``'s own comparison (:func:`cudadoctor.diff.compare`). No node is compared
+with ``cudadoctor diff``'s own comparison (:func:`cudadoctor.reports.diff.compare`). No node is compared
 with every other.
 """
 
@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .fingerprint import Fingerprint
-from .record import NodeRecord, Result, Unreadable
+from cudadoctor.fleet.fingerprint import Fingerprint
+from cudadoctor.fleet.record import NodeRecord, Result, Unreadable
 
 MAX_COMPARED = 50  # configurations compared with the majority; the others are counted
 OUTLIER = 0.8  # of the fleet's median for the same metric and GPU model
@@ -101,9 +101,9 @@ def summarize(results: Iterable[Result], expected: Optional[int] = None, nodes: 
               max_compared: int = MAX_COMPARED) -> FleetSummary:
     """Aggregate the records of every report (in a stable order) into a :class:`FleetSummary`.
     ``nodes`` (the nodes that should have reported) also names the nodes of redacted reports:
-    a pseudonym ``host-1a2b3c4d`` is the hash of one of them (cudadoctor/node.py)."""
+    a pseudonym ``host-1a2b3c4d`` is the hash of one of them (cudadoctor/reports/node.py)."""
     if nodes is not None:
-        from ..node import pseudonym
+        from cudadoctor.reports.node import pseudonym
 
         alias = {pseudonym(n): n for n in nodes}
         results = (dataclasses.replace(r, node=alias[r.node]) if r.node in alias else r for r in results)
@@ -180,7 +180,7 @@ def _configurations(ordered: List[Tuple[NodeRecord, List[str]]],
     ``max_compared`` of them): only the representatives are read again, in full."""
     if not ordered:
         return (), 0
-    from .compare import describe_changes, load_report
+    from cudadoctor.fleet.compare import describe_changes, load_report
 
     majority, names = ordered[0]
     out = [Configuration(majority.fingerprint, tuple(names), majority.path, None)]
@@ -199,7 +199,7 @@ def _missing(seen: Dict[str, str], problems: Sequence[Unreadable], expected: Opt
     """The nodes named by --nodes without any report (a file that could not be read is listed as
     unreadable instead), and how many --expected says are missing."""
     if nodes is not None:
-        from .read import stem
+        from cudadoctor.fleet.read import stem
 
         present = set(seen) | {p.node for p in problems}
         present |= {stem(path) for path in seen.values()} | {stem(p.path) for p in problems}

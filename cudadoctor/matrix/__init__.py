@@ -14,15 +14,15 @@ import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple, cast
 
-from .load import DataError, Manifest, read_manifest, read_table
+from cudadoctor.matrix.load import DataError, Manifest, read_manifest, read_table
 
 if TYPE_CHECKING:
-    from .cuda import CudaData
-    from .ecosystem import EcosystemData
-    from .gpus import GpuData
-    from .pytorch import PytorchData
-    from .signatures import SignatureData
-    from .toolchain import ToolchainData
+    from cudadoctor.matrix.cuda import CudaData
+    from cudadoctor.matrix.ecosystem import EcosystemData
+    from cudadoctor.matrix.gpus import GpuData
+    from cudadoctor.matrix.pytorch import PytorchData
+    from cudadoctor.matrix.signatures import SignatureData
+    from cudadoctor.matrix.toolchain import ToolchainData
 
 __all__ = ["DataError", "Matrix", "default_matrix"]
 
@@ -141,7 +141,7 @@ class Matrix:
 @lru_cache(maxsize=None)
 def default_matrix() -> Matrix:
     """The data in use: ``--data DIR`` / ``$CUDADOCTOR_DATA_DIR``, else the newer of the data
-    shipped with cudadoctor and a valid installed bundle (see :mod:`cudadoctor.data_store`).
+    shipped with cudadoctor and a valid installed bundle (see :mod:`cudadoctor.data.store`).
     An installed bundle that cannot be used is skipped with a one-line warning on stderr.
 
     Its schemas are not re-checked on every run: the shipped files are checked by the test
@@ -151,7 +151,7 @@ def default_matrix() -> Matrix:
     DataError when its rows are built."""
     import sys
 
-    from ..data_store import choose_data_dir
+    from cudadoctor.data.store import choose_data_dir
 
     choice = choose_data_dir()
     if choice.warning:

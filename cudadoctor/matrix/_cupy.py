@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, Fact, facts_of, find_fact, in_range, norm_dist, prov, strs
-from .versions import major, vkey
+from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, norm_dist, prov, strs
+from cudadoctor.matrix.versions import major, vkey
 
 FILE = "cupy.json"
 _KIND_ORDER = {"cuda": 0, "rocm": 1, "meta": 2, "sdist": 3}

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .load import provenance
-from .versions import VersionKey, at_least, vkey
+from cudadoctor.matrix.load import provenance
+from cudadoctor.matrix.versions import VersionKey, at_least, vkey
 
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 _CLAUSE = re.compile(r"^(==|>=|<=|~=|!=|<|>)(.+)$")

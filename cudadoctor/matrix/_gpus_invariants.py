@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import AbstractSet, Any, Dict, List, Mapping, Tuple
 
-from .gpus import SEGMENTS, Architecture, GpuData, GpuModel
-from .versions import vkey
+from cudadoctor.matrix.gpus import SEGMENTS, Architecture, GpuData, GpuModel
+from cudadoctor.matrix.versions import vkey
 
 GPUS = "gpus.json"
 ARCHS = "architectures.json"

@@ -6,8 +6,19 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, Fact, build_for, facts_of, find_fact, in_range, norm_dist, prov, span, strs
-from .versions import major
+from cudadoctor.matrix._ecocommon import (
+    Checker,
+    Fact,
+    build_for,
+    facts_of,
+    find_fact,
+    in_range,
+    norm_dist,
+    prov,
+    span,
+    strs,
+)
+from cudadoctor.matrix.versions import major
 
 FILE = "jax.json"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, Fact, facts_of, find_fact, in_range, prov, span
-from .versions import vkey
+from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, prov, span
+from cudadoctor.matrix.versions import vkey
 
 FILE = "julia.json"
 

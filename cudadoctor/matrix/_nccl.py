@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, cu_suffix, in_range, prov
-from .versions import matches, vkey
+from cudadoctor.matrix._ecocommon import Checker, cu_suffix, in_range, prov
+from cudadoctor.matrix.versions import matches, vkey
 
 FILE = "nccl.json"
 

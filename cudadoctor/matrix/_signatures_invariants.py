@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any, List
 
-from ..model import Category
-from ._signatures_patterns import pattern_problems
-from .load import DataError, read_json
-from .signatures import FILE, SCHEMA, Signature, SignatureData
+from cudadoctor.model import Category
+from cudadoctor.matrix._signatures_patterns import pattern_problems
+from cudadoctor.matrix.load import DataError, read_json
+from cudadoctor.matrix.signatures import FILE, SCHEMA, Signature, SignatureData
 
 
 def invariants(data: SignatureData, matrix: Any) -> List[str]:

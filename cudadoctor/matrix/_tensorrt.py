@@ -5,8 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._ecocommon import Checker, Fact, build_for, facts_of, find_fact, in_range, prov, span, strs
-from .versions import vkey
+from cudadoctor.matrix._ecocommon import (
+    Checker,
+    Fact,
+    build_for,
+    facts_of,
+    find_fact,
+    in_range,
+    prov,
+    span,
+    strs,
+)
+from cudadoctor.matrix.versions import vkey
 
 FILE = "tensorrt.json"
 

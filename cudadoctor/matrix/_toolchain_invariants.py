@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import AbstractSet, Any, List, Optional, Sequence, Tuple
 
-from ._toolchain_parse import cc_of_sm, mm
-from .toolchain import ArchRow, ToolchainData
-from .versions import VersionKey, major, vkey
+from cudadoctor.matrix._toolchain_parse import cc_of_sm, mm
+from cudadoctor.matrix.toolchain import ArchRow, ToolchainData
+from cudadoctor.matrix.versions import VersionKey, major, vkey
 
 ARCHS = "toolkit_archs.json"
 COMPILERS = "host_compilers.json"

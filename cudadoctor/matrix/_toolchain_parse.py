@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Tuple
 
-from .versions import VersionKey, major_minor, vkey
+from cudadoctor.matrix.versions import VersionKey, major_minor, vkey
 
 _SM = re.compile(r"^(?:sm|compute|lto)_(\d{2,3})([af]?)$")
 _BARE = re.compile(r"^(\d{2,3})([af]?)$")

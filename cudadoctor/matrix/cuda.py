@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
 
-from .load import provenance
-from .versions import at_least, major, matches, vkey
+from cudadoctor.matrix.load import provenance
+from cudadoctor.matrix.versions import at_least, major, matches, vkey
 
 TABLES = ("cuda_toolkits.json", "cuda_minor_compat.json", "driver_branches.json")
 FILE_OF = {"toolkits": "cuda_toolkits.json", "floors": "cuda_minor_compat.json", "branches": "driver_branches.json"}

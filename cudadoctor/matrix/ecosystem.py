@@ -12,22 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from . import _cupy as _cupy
-from . import _jax as _jax
-from . import _julia as _julia
-from . import _nccl as _nccl
-from . import _onnxruntime as _onnxruntime
-from . import _tensorflow as _tensorflow
-from . import _tensorrt as _tensorrt
-from ._cupy import CupyData, CupyDistribution, CupyMajor
-from ._ecocommon import Fact, lower_bound, norm_dist
-from ._jax import JaxBuild, JaxData, JaxRelease
-from ._julia import CudaJlData, CudaJlRelease
-from ._nccl import NcclData, NcclRelease
-from ._onnxruntime import OrtBuild, OrtData
-from ._tensorflow import TensorflowData, TfConfig, TfPins
-from ._tensorrt import TrtData, TrtRelease
-from .load import DataError
+from cudadoctor.matrix import _cupy
+from cudadoctor.matrix import _jax
+from cudadoctor.matrix import _julia
+from cudadoctor.matrix import _nccl
+from cudadoctor.matrix import _onnxruntime
+from cudadoctor.matrix import _tensorflow
+from cudadoctor.matrix import _tensorrt
+from cudadoctor.matrix._cupy import CupyData, CupyDistribution, CupyMajor
+from cudadoctor.matrix._ecocommon import Fact, lower_bound, norm_dist
+from cudadoctor.matrix._jax import JaxBuild, JaxData, JaxRelease
+from cudadoctor.matrix._julia import CudaJlData, CudaJlRelease
+from cudadoctor.matrix._nccl import NcclData, NcclRelease
+from cudadoctor.matrix._onnxruntime import OrtBuild, OrtData
+from cudadoctor.matrix._tensorflow import TensorflowData, TfConfig, TfPins
+from cudadoctor.matrix._tensorrt import TrtData, TrtRelease
+from cudadoctor.matrix.load import DataError
 
 __all__ = [
     "TABLES", "EcosystemData", "build", "invariants", "Fact",

@@ -17,14 +17,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ._gpus_normalize import NVIDIA_VENDOR as NVIDIA_VENDOR
-from ._gpus_normalize import normalize_compute_capability as normalize_compute_capability
-from ._gpus_normalize import normalize_name as normalize_name
-from ._gpus_normalize import normalize_pci_id as normalize_pci_id
-from ._gpus_normalize import normalize_subsystem_id as normalize_subsystem_id
-from ._gpus_normalize import without_prefix
-from .load import provenance
-from .versions import major
+from cudadoctor.matrix._gpus_normalize import NVIDIA_VENDOR as NVIDIA_VENDOR
+from cudadoctor.matrix._gpus_normalize import normalize_compute_capability as normalize_compute_capability
+from cudadoctor.matrix._gpus_normalize import normalize_name as normalize_name
+from cudadoctor.matrix._gpus_normalize import normalize_pci_id as normalize_pci_id
+from cudadoctor.matrix._gpus_normalize import normalize_subsystem_id as normalize_subsystem_id
+from cudadoctor.matrix._gpus_normalize import without_prefix
+from cudadoctor.matrix.load import provenance
+from cudadoctor.matrix.versions import major
 
 # driver_branches.json: a driver version belongs to the newest branch at or below its first number
 # (Windows R580 drivers are numbered 580.xx and 581.xx).
@@ -414,7 +414,7 @@ def invariants(data: GpuData, matrix: Any) -> List[str]:
     that resolve to one GPU (or to several told apart by subsystem id, with one compute
     capability); names that never point at two compute capabilities; architectures in order with
     increasing capabilities and a driver window of known branches."""
-    from . import _gpus_invariants  # only `cudadoctor data validate` and the tests need it
+    from cudadoctor.matrix import _gpus_invariants  # only `cudadoctor data validate` and the tests need it
 
     return _gpus_invariants.invariants(data, matrix)
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .schema_check import validate
+from cudadoctor.matrix.schema_check import validate
 
 SCHEMA_VERSION = 1
 ID_KEYS = ("id", "name", "version", "cuda", "branch", "sm", "cuda_major", "package", "distribution")

@@ -16,9 +16,16 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from .archs import PTX_JIT, SASS, ComputeCapability, parse_arch, parse_compute_capability, support_of
-from .load import provenance
-from .versions import major_minor, vkey
+from cudadoctor.matrix.archs import (
+    PTX_JIT,
+    SASS,
+    ComputeCapability,
+    parse_arch,
+    parse_compute_capability,
+    support_of,
+)
+from cudadoctor.matrix.load import provenance
+from cudadoctor.matrix.versions import major_minor, vkey
 
 TABLES = ("pytorch.json", "package_indexes.json")
 FILE = "pytorch.json"

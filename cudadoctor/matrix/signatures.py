@@ -29,12 +29,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Pattern, Tuple, Union
 
-from ..model import Category
-from ._signatures_patterns import MIN_KEYWORD as MIN_KEYWORD
-from ._signatures_patterns import keywords as keywords
-from ._signatures_patterns import pattern_problems as pattern_problems
-from ._signatures_patterns import spans_lines as spans_lines
-from .load import DataError
+from cudadoctor.model import Category
+from cudadoctor.matrix._signatures_patterns import MIN_KEYWORD as MIN_KEYWORD
+from cudadoctor.matrix._signatures_patterns import keywords as keywords
+from cudadoctor.matrix._signatures_patterns import pattern_problems as pattern_problems
+from cudadoctor.matrix._signatures_patterns import spans_lines as spans_lines
+from cudadoctor.matrix.load import DataError
 
 TABLES = ("errors.json",)
 FILE = "errors.json"
@@ -232,6 +232,6 @@ def invariants(data: SignatureData, matrix: Any) -> List[str]:
     """Sorted unique ids; safe patterns with keywords; every example matched by its own pattern,
     first, or after the signature its record names; https seen_in; the schema's category list
     equal to cudadoctor.model.Category."""
-    from . import _signatures_invariants  # only `cudadoctor data validate` and the tests need it
+    from cudadoctor.matrix import _signatures_invariants  # only `cudadoctor data validate` and the tests need it
 
     return _signatures_invariants.invariants(data, matrix)

@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ._toolchain_parse import cc_of_sm as cc_of_sm
-from ._toolchain_parse import cudnn_version as cudnn_version
-from ._toolchain_parse import mm
-from ._toolchain_parse import sm_of as sm_of
-from .load import provenance
-from .versions import VersionKey, major, vkey
+from cudadoctor.matrix._toolchain_parse import cc_of_sm as cc_of_sm
+from cudadoctor.matrix._toolchain_parse import cudnn_version as cudnn_version
+from cudadoctor.matrix._toolchain_parse import mm
+from cudadoctor.matrix._toolchain_parse import sm_of as sm_of
+from cudadoctor.matrix.load import provenance
+from cudadoctor.matrix.versions import VersionKey, major, vkey
 
 TABLES = ("toolkit_archs.json", "host_compilers.json", "cudnn.json")
 
@@ -360,6 +360,6 @@ def invariants(data: ToolchainData, matrix: Any) -> List[str]:
     """Sorted unique keys; first <= deprecated <= last; every CUDA version named is a toolkit the
     CUDA tables list (by major.minor; an architecture's first toolkit may predate them); GCC
     limits never go down; cuDNN builds reference CUDA majors the CUDA tables know."""
-    from . import _toolchain_invariants  # only `cudadoctor data validate` and the tests need it
+    from cudadoctor.matrix import _toolchain_invariants  # only `cudadoctor data validate` and the tests need it
 
     return _toolchain_invariants.invariants(data, matrix)

@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from .. import __version__
-from ..host import DEFAULT_TIMEOUT_S, Host
-from ..model import ErrorKind, ProbeError, Snapshot
-from .context import Context
+from cudadoctor.version import __version__
+from cudadoctor.host import DEFAULT_TIMEOUT_S, Host
+from cudadoctor.model import ErrorKind, ProbeError, Snapshot
+from cudadoctor.probes.context import Context
 
 
 @dataclass
@@ -33,7 +33,7 @@ ProbeFn = Callable[[Context], ProbeOutput]
 
 def _registry() -> Dict[str, ProbeFn]:
     # Imported here, not at module level, so that `cudadoctor --version` stays cheap.
-    from . import compilers, driver, frameworks, libraries, packages, system, toolkits
+    from cudadoctor.probes import compilers, driver, frameworks, libraries, packages, system, toolkits
 
     return {
         "host": system.probe_host,

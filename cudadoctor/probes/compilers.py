@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import List
 
-from ..model import Compiler, ErrorKind, ProbeError
-from ..parsers import parse_compiler_version
-from . import ProbeOutput, command_kind
-from .context import Context
+from cudadoctor.model import Compiler, ErrorKind, ProbeError
+from cudadoctor.model.parsers import parse_compiler_version
+from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import Context
 
 COMPILERS = ("gcc", "g++", "clang", "clang++")
 

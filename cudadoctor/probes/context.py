@@ -7,8 +7,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
-from ..host import CommandResult, Host, InterpreterError, InterpreterFacts, try_list_dir
-from ..parsers import parse_dist_info_dirname
+from cudadoctor.host import CommandResult, Host, InterpreterError, InterpreterFacts, try_list_dir
+from cudadoctor.model.parsers import parse_dist_info_dirname
 
 T = TypeVar("T")
 

@@ -8,9 +8,9 @@ import re
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..host import read_text, try_read_text
-from ..model import DriverInfo, ErrorKind, Gpu, ProbeError
-from ..nvml import (
+from cudadoctor.host import read_text, try_read_text
+from cudadoctor.model import DriverInfo, ErrorKind, Gpu, ProbeError
+from cudadoctor.host.nvml import (
     DRIVER_NOT_LOADED,
     LIB_RM_VERSION_MISMATCH,
     LIBRARY_NOT_FOUND,
@@ -20,9 +20,14 @@ from ..nvml import (
     NvmlError,
     nvml_error_text,
 )
-from ..parsers import cuda_version_from_int, parse_smi_cuda_version, parse_nvidia_smi_csv, parse_proc_driver_version
-from . import ProbeOutput
-from .context import Context
+from cudadoctor.model.parsers import (
+    cuda_version_from_int,
+    parse_smi_cuda_version,
+    parse_nvidia_smi_csv,
+    parse_proc_driver_version,
+)
+from cudadoctor.probes import ProbeOutput
+from cudadoctor.probes.context import Context
 
 # NVML error -> how a probe error is classified.
 _NVML_KIND = {

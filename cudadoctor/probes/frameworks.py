@@ -7,9 +7,9 @@ import posixpath
 import re
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..host import try_read_text
-from ..model import ErrorKind, FrameworkBuild, ProbeError
-from ..parsers import (
+from cudadoctor.host import try_read_text
+from cudadoctor.model import ErrorKind, FrameworkBuild, ProbeError
+from cudadoctor.model.parsers import (
     parse_julia_manifest,
     parse_julia_version,
     parse_cupy_distribution,
@@ -17,8 +17,8 @@ from ..parsers import (
     parse_python_assignments,
     parse_tf_build_info,
 )
-from . import ProbeOutput, command_kind
-from .context import Context, Distribution
+from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import Context, Distribution
 
 JULIA_PACKAGES = ("CUDA", "cuDNN", "Zygote", "CUDA_Runtime_jll", "CUDA_Driver_jll", "Flux", "Lux")
 

@@ -12,11 +12,11 @@ import posixpath
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..host import try_read_text
-from ..model import ErrorKind, Library, LibraryCopy, ProbeError
-from ..parsers import parse_cudnn_header, parse_ldconfig, version_from_soname
-from . import ProbeOutput, command_kind
-from .context import Context
+from cudadoctor.host import try_read_text
+from cudadoctor.model import ErrorKind, Library, LibraryCopy, ProbeError
+from cudadoctor.model.parsers import parse_cudnn_header, parse_ldconfig, version_from_soname
+from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import Context
 
 # The library families a CUDA stack loads. cuDNN 9 splits into sub-libraries (graph, ops, cnn,
 # adv, engines_*, heuristic); cuDNN 8 into *_infer/*_train; the main ones are listed.

@@ -6,11 +6,11 @@ import posixpath
 import re
 from typing import List, Optional, Tuple
 
-from ..host import try_read_text
-from ..model import ErrorKind, Package, ProbeError, PythonEnv
-from ..parsers import normalize_name, parse_conda_meta
-from . import ProbeOutput, command_kind
-from .context import Context
+from cudadoctor.host import try_read_text
+from cudadoctor.model import ErrorKind, Package, ProbeError, PythonEnv
+from cudadoctor.model.parsers import normalize_name, parse_conda_meta
+from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import Context
 
 
 def probe_python(ctx: Context) -> ProbeOutput:

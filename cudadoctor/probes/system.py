@@ -6,17 +6,17 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from ..host import try_read_text
-from ..model import ErrorKind, HostInfo, ProbeError
-from ..parsers import (
+from cudadoctor.host import try_read_text
+from cudadoctor.model import ErrorKind, HostInfo, ProbeError
+from cudadoctor.model.parsers import (
     detect_container_from_cgroup,
     parse_cpu_model,
     parse_meminfo_total_mib,
     parse_os_release,
     parse_secure_boot_efivar,
 )
-from . import ProbeOutput
-from .context import Context
+from cudadoctor.probes import ProbeOutput
+from cudadoctor.probes.context import Context
 
 _OS = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}
 SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"

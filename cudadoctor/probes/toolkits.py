@@ -7,16 +7,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..host import read_text, try_read_text
-from ..model import ErrorKind, ProbeError, Toolkit
-from ..parsers import (
+from cudadoctor.host import read_text, try_read_text
+from cudadoctor.model import ErrorKind, ProbeError, Toolkit
+from cudadoctor.model.parsers import (
     parse_cuda_version_json,
     parse_cuda_version_txt,
     parse_dist_info_dirname,
     parse_nvcc_version,
 )
-from . import ProbeOutput, command_kind
-from .context import Context
+from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import Context
 
 ENV_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
 STANDARD_ROOTS = ("/usr/local/cuda", "/opt/cuda", "/usr/lib/cuda")

@@ -4,29 +4,29 @@ from __future__ import annotations
 
 from typing import Callable, Dict, TextIO
 
-from ..model import Report
+from cudadoctor.model import Report
 
 
 def _text(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
-    from .text import render_text
+    from cudadoctor.render.text import render_text
 
     render_text(report, stream, color=color, verbose=verbose)
 
 
 def _json(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
-    from .jsonout import render_json
+    from cudadoctor.render.jsonout import render_json
 
     render_json(report, stream)
 
 
 def _markdown(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
-    from .markdown import render_markdown
+    from cudadoctor.render.markdown import render_markdown
 
     render_markdown(report, stream)
 
 
 def _line(report: Report, stream: TextIO, color: bool, verbose: bool) -> None:
-    from .oneline import render_line
+    from cudadoctor.render.oneline import render_line
 
     render_line(report, stream)
 

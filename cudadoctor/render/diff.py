@@ -7,9 +7,9 @@ import json
 import re
 from typing import Dict, List, Optional, Sequence, TextIO
 
-from ..diff import SECTIONS, Comparison, Difference, Side, summary
-from .findings import MARK, verdict
-from .text import BOLD, DIM, GREEN, RED, Style
+from cudadoctor.reports.diff import SECTIONS, Comparison, Difference, Side, summary
+from cudadoctor.render.findings import MARK, verdict
+from cudadoctor.render.text import BOLD, DIM, GREEN, RED, Style
 
 SECTION_TITLES: Dict[str, str] = dict(SECTIONS)
 ITEM_WIDTH, FIELD_WIDTH = 30, 34  # column widths at most: longer names push their value along

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-from ..model import Finding, Severity
+from cudadoctor.model import Finding, Severity
 
 MARK = {Severity.ERROR: "✗", Severity.CRASHED: "✗", Severity.WARNING: "!", Severity.INFO: "·", Severity.OK: "✓"}
 PROBLEMS = (Severity.CRASHED, Severity.ERROR, Severity.WARNING)

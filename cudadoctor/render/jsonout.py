@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, TextIO
 
-from ..model import Report
-from ..serialize import ENVELOPE_FORMAT, snapshot_to_dict, to_jsonable
+from cudadoctor.model import Report
+from cudadoctor.model.serialize import ENVELOPE_FORMAT, snapshot_to_dict, to_jsonable
 
 ENVELOPE_VERSION = 1
 

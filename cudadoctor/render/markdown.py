@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import List, Optional, TextIO
 
-from ..model import Finding, Report, Severity
-from .findings import MARK, fix_lines, problems, verdict
-from .text import data_label, framework_line, sections
+from cudadoctor.model import Finding, Report, Severity
+from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
+from cudadoctor.render.text import data_label, framework_line, sections
 
 
 def render_markdown(report: Report, stream: TextIO) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, TextIO, Tuple
 
-from ..model import FrameworkBuild, Gpu, Report, Snapshot
-from .findings import MARK, lead, problems, verdict
+from cudadoctor.model import FrameworkBuild, Gpu, Report, Snapshot
+from cudadoctor.render.findings import MARK, lead, problems, verdict
 
 LIMIT = 200  # fits a terminal line or two, a Slurm reason, a CI annotation
 SEP = " · "

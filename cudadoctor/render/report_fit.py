@@ -16,8 +16,8 @@ import dataclasses
 import re
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from ..model import Library, Package, Report, Snapshot
-from .report_markdown import Layout, report_markdown
+from cudadoctor.model import Library, Package, Report, Snapshot
+from cudadoctor.render.report_markdown import Layout, report_markdown
 
 # Aim below the hard limit: the user's own words share the issue body with the report.
 DEFAULT_BUDGET = 60_000

@@ -16,12 +16,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..model import Report, Severity, Snapshot
-from .findings import MARK, problems, verdict
-from ..serialize import to_jsonable
-from .jsonout import envelope
-from .markdown import _escape, _finding
-from .text import data_label, framework_line, sections
+from cudadoctor.model import Report, Severity, Snapshot
+from cudadoctor.render.findings import MARK, problems, verdict
+from cudadoctor.model.serialize import to_jsonable
+from cudadoctor.render.jsonout import envelope
+from cudadoctor.render.markdown import _escape, _finding
+from cudadoctor.render.text import data_label, framework_line, sections
 
 GITHUB_LIMIT = 65_536  # characters in an issue or comment body
 
@@ -163,7 +163,7 @@ def _json_block(report: Report, layout: Layout) -> List[str]:
 
 
 def without_defaults(value: Any) -> Any:
-    """Like :func:`~cudadoctor.serialize.to_jsonable`, leaving out every dataclass field whose value
+    """Like :func:`~cudadoctor.model.serialize.to_jsonable`, leaving out every dataclass field whose value
     is its default: the loader fills those back in, so the document loads to the same value."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
-from ..model import DriverInfo, Finding, FrameworkBuild, Gpu, Report, Severity, Snapshot, Toolkit
-from ..nvml import nvml_error_text
-from .findings import MARK, fix_lines, problems, verdict
+from cudadoctor.model import DriverInfo, Finding, FrameworkBuild, Gpu, Report, Severity, Snapshot, Toolkit
+from cudadoctor.host.nvml import nvml_error_text
+from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
 
 LABEL_WIDTH = 11
 DIM, BOLD, RED, YELLOW, GREEN = "2", "1", "31", "33", "32"

@@ -1,6 +1,6 @@
 """Smoke suites: small real workloads on every visible GPU, each run in its own child process.
 
-A suite is a file in this folder that runs as a plain script under the target interpreter (which
+A suite is a file in ``suites/`` that runs as a plain script under the target interpreter (which
 need not have cudadoctor installed) and prints exactly one JSON line (``_protocol`` holds the
 format and the shared helpers). :mod:`.runner` spawns the suites, bounds them with a timeout and
 turns whatever happened (a clean line, an exception, a signal, a hang, garbage) into a
@@ -30,4 +30,4 @@ FRAMEWORK_OF: Dict[str, str] = {"torch": "torch", "jax": "jax", "cupy": "cupy", 
 
 def suite_path(name: str) -> str:
     """The absolute path of suite ``name``'s file (KeyError for an unknown suite)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), SUITE_FILES[name])
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "suites", SUITE_FILES[name])

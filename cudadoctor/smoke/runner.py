@@ -19,8 +19,8 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..model import SmokeResult, SmokeTest, Snapshot
-from . import SUITES, suite_path
+from cudadoctor.model import SmokeResult, SmokeTest, Snapshot
+from cudadoctor.smoke import SUITES, suite_path
 
 DEFAULT_TIMEOUT_S: Dict[str, float] = {"quick": 60.0, "standard": 300.0}
 STRESS_GRACE_S = 120.0  # the stress tier's timeout is its duration plus this

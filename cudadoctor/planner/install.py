@@ -1,0 +1,318 @@
+"""``cudadoctor install``'s planning: the plans of the packages asked for, on one target, with one
+manager, and what is uninstalled first.
+
+Pure: the matrix, the :class:`Target` and the request decide everything. torch is planned with
+:func:`cudadoctor.planner.torch.plan_torch` (the function the findings' fixes use), the others with
+:func:`cudadoctor.planner.frameworks.plan_framework`; when a torch CUDA build is planned, or one
+is installed, the other frameworks prefer builds for its CUDA major. A CPU plan comes with the
+GPU build that the same release would be, and what that build needs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any, List, Optional, Sequence, Tuple
+
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.matrix.versions import major
+from cudadoctor.planner.torch import COMPANIONS, Reason, TorchPlan, plan_torch
+from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framework
+from cudadoctor.planner.managers import MANAGERS, Steps, render
+from cudadoctor.planner.plan import NoFit, PackagePlan, Result, from_no_plan, from_torch, with_reason
+from cudadoctor.planner.target import Installed, Target, with_gpu_build
+
+TORCH_FAMILY = ("torch",) + COMPANIONS
+PACKAGES = TORCH_FAMILY + FRAMEWORKS
+_TABLES = {"torch": "pytorch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "cupy", "onnxruntime-gpu": "onnxruntime"}
+ALIASES = {"pytorch": "torch", "onnxruntime": "onnxruntime-gpu", "jaxlib": "jax", "tensorflow-gpu": "tensorflow"}
+
+
+@dataclass(frozen=True)
+class PackageResult:
+    name: str  # torch | tensorflow | jax | cupy | onnxruntime-gpu
+    packages: Tuple[str, ...]  # what is installed: torch torchvision torchaudio
+    plan: Optional[PackagePlan]
+    nofit: Optional[NoFit]
+    gpu_build: Optional[Result] = None  # with a CPU plan: the GPU build of that release, and its needs
+    uninstall: Tuple[Installed, ...] = ()
+    steps: Optional[Steps] = None
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    target: Target
+    manager: str
+    results: Tuple[PackageResult, ...]
+    index_url: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return all(r.plan is not None for r in self.results)
+
+    @property
+    def commands(self) -> List[str]:
+        return [c for r in self.results if r.steps for c in r.steps.commands]
+
+
+def normalize_packages(names: Sequence[str]) -> List[Tuple[str, Tuple[str, ...]]]:
+    """[('torch', ('torch', 'torchvision', 'torchaudio')), ('cupy', ('cupy',))]: the torch family
+    becomes one request (torch alone brings both companions; torchvision alone brings torch)."""
+    wanted = []
+    for raw in names:
+        name = ALIASES.get(raw.strip().lower(), raw.strip().lower())
+        if name not in PACKAGES:
+            raise CudadoctorError(f"cannot plan {raw!r}", hint=f"packages: {', '.join(PACKAGES)}")
+        if name not in wanted:
+            wanted.append(name)
+    out: List[Tuple[str, Tuple[str, ...]]] = []
+    family = [n for n in TORCH_FAMILY if n in wanted]
+    if family:
+        out.append(("torch", TORCH_FAMILY if family == ["torch"] else tuple(dict.fromkeys(["torch"] + family))))
+    out += [(n, (n,)) for n in wanted if n not in TORCH_FAMILY]
+    return out
+
+
+@dataclass
+class _Stack:
+    """What the plans made so far in one request decide for the next ones."""
+
+    major: Optional[int] = None  # the CUDA major of the first CUDA plan
+    torch: Optional[PackagePlan] = None
+
+
+def plan_install(matrix: Any, target: Target, packages: Sequence[str], manager: Optional[str] = None,
+                 version: Optional[str] = None, cuda: Optional[str] = None,
+                 index_url: Optional[str] = None) -> InstallResult:
+    """Plan ``packages`` for ``target``. ``version`` keeps the one framework asked for to that
+    release or series; ``cuda`` ('12.6', '12') keeps every plan to builds of that CUDA."""
+    requests = normalize_packages(packages)
+    _check_version(matrix, requests, version)
+    manager = manager or ("conda" if target.conda else "pip")
+    if manager not in MANAGERS:
+        raise CudadoctorError(f"--manager {manager}: not one of {', '.join(MANAGERS)}")
+    if cuda is not None:
+        cuda = _check_cuda(matrix, cuda)
+        target = with_gpu_build(target)
+    blocked = _driver_blocks_gpus(matrix, target)
+    stack = _Stack()
+    results = []
+    for name, members in requests:
+        if blocked is not None:
+            nofit = _blocked(matrix, target, name, members, version, cuda, blocked)
+            results.append(PackageResult(name, members, None, nofit))
+        else:
+            results.append(_plan_one(matrix, target, name, members, version, cuda, manager, index_url, stack))
+    return InstallResult(target, manager, tuple(results), index_url)
+
+
+def _plan_one(matrix: Any, target: Target, name: str, members: Tuple[str, ...], version: Optional[str],
+              cuda: Optional[str], manager: str, index_url: Optional[str], stack: _Stack) -> PackageResult:
+    prefer = stack.major if stack.major is not None else _stack_major(target, name)
+    if name == "torch":
+        result, gpu = _torch(matrix, target, members, _torch_version(matrix, members, version), cuda)
+    else:
+        result = plan_framework(matrix, name, target, version, cuda, prefer)
+        gpu = _gpu_build(matrix, target, name, result, version, cuda, prefer)
+    if not isinstance(result, PackagePlan):
+        return PackageResult(name, members, None, result, gpu)
+    if name == "torch":
+        stack.torch = result
+    elif stack.torch is not None:
+        result = _cudnn_note(matrix, stack.torch, result)
+    if result.gpu and name != "torch" and prefer is not None and major(result.cuda or "") == prefer:
+        result = with_reason(result, Reason(f"CUDA {prefer}, like the CUDA builds of the rest of the stack"))
+    if result.gpu and stack.major is None:
+        stack.major = major(result.cuda or "")
+    removal = _uninstall(matrix, target, result, manager)
+    if removal:
+        why = "; ".join(f"{i.label}{' (conda)' if i.installer == 'conda' else ''}: {w}" for i, w in removal)
+        result = with_reason(result, Reason(f"uninstalled first: {why}"))
+    remove = tuple(i for i, _ in removal)
+    return PackageResult(name, members, result, None, gpu, remove, render(matrix, result, manager, remove, index_url))
+
+
+def _check_version(matrix: Any, requests: Sequence[Tuple[str, Tuple[str, ...]]], version: Optional[str]) -> None:
+    if not version:
+        return
+    if len(requests) > 1:
+        raise CudadoctorError("--version names the release of one framework", hint="plan them one at a time")
+    name, members = requests[0]
+    named = (_torch_version(matrix, members, version) or version) if name == "torch" else version
+    if not known_version(matrix, name, named):
+        raise CudadoctorError(f"--version {version}: compat_data knows no such release of {name}",
+                              hint=f"cudadoctor data show {_TABLES[name]} lists the releases it knows")
+
+
+def _cudnn_note(matrix: Any, torch: PackagePlan, plan: PackagePlan) -> PackagePlan:
+    """torch's wheels bring their cuDNN; a framework built for another cuDNN major cannot share it."""
+    if not (torch.gpu and plan.gpu and torch.cudnn and plan.cudnn) or major(torch.cudnn) == major(plan.cudnn):
+        return plan
+    fact = matrix.ecosystem.onnxruntime.fact("cudnn_major_must_match") if plan.framework == "onnxruntime-gpu" else None
+    note = (f"{torch.label} brings cuDNN {major(torch.cudnn)}.x and {plan.label} needs cuDNN {major(plan.cudnn)}.x: "
+            "one process loads one cuDNN" + (f" ({fact.value})" if fact is not None else ""))
+    return replace(plan, notes=plan.notes + (note,))
+
+
+def _check_cuda(matrix: Any, cuda: str) -> str:
+    text = cuda.strip()
+    known = {".".join(t.cuda.split(".")[:2]) for t in matrix.cuda.toolkits} | {t.cuda.split(".")[0] for t in matrix.cuda.toolkits}
+    if text not in known:
+        raise CudadoctorError(f"--cuda {cuda}: not a CUDA release in compat_data", hint="e.g. --cuda 12.6 or --cuda 12")
+    return text
+
+
+def _torch_version(matrix: Any, members: Sequence[str], version: Optional[str]) -> Optional[str]:
+    """--version with torchvision alone may name torchvision's version: the torch it was made for."""
+    if not version or matrix.pytorch.release(version) is not None:
+        return version
+    if "torchvision" in members:
+        rel = matrix.pytorch.torch_for_torchvision(version)
+        if rel is not None:
+            return str(rel.version)
+    return version
+
+
+def _stack_major(target: Target, exclude: str) -> Optional[int]:
+    """The CUDA major of the other frameworks' CUDA builds already installed (torch's first,
+    else the commonest)."""
+    majors = [major(i.cuda) for i in target.installed if i.variant == "cuda" and i.cuda and major(i.cuda)
+              and i.framework != exclude]
+    torch = [major(i.cuda) for i in target.of("torch") if i.variant == "cuda" and i.cuda and exclude != "torch"]
+    if torch and torch[0]:
+        return torch[0]
+    return Counter(majors).most_common(1)[0][0] if majors else None
+
+
+def _driver_blocks_gpus(matrix: Any, t: Target) -> Optional[Tuple[Reason, Optional[str]]]:
+    """The driver's branch does not support a GPU at all (too new for Kepler, too old for
+    Blackwell): (why, the first branch that does, when a newer driver is the fix)."""
+    if not (t.gpu_build and t.driver):
+        return None
+    for cc in t.compute_capabilities:
+        s = matrix.gpus.driver_support(cc, t.driver)
+        arch = s.architecture.name if s.architecture is not None else "its architecture"
+        source = (f"architectures.json#{arch}",)
+        if s.kind == "driver_too_old_for_gpu":
+            return Reason(f"driver {t.driver} ({s.driver_branch}) predates {arch} GPUs (compute capability {cc}): "
+                          f"they need driver branch {s.first_branch} or newer", source), s.first_branch
+        if s.kind == "driver_dropped_gpu":
+            return Reason(f"driver {t.driver} ({s.driver_branch}) no longer supports {arch} GPUs (compute capability "
+                          f"{cc}): {s.last_branch} is the last branch for them; install a driver of that branch, "
+                          "then plan again with --driver", source), None
+    return None
+
+
+def _blocked(matrix: Any, t: Target, name: str, members: Sequence[str], version: Optional[str], cuda: Optional[str],
+             blocked: Tuple[Reason, Optional[str]]) -> NoFit:
+    reason, first = blocked
+    if first is None:
+        return NoFit(name, (reason,))
+    free = replace(t, driver=None)
+    if name == "torch":
+        found: Result = _torch(matrix, free, members, _torch_version(matrix, members, version), cuda)[0]
+    else:
+        found = plan_framework(matrix, name, free, version, cuda, None)
+    if not isinstance(found, PackagePlan):
+        return NoFit(name, (reason,) + found.reasons)
+    need = found.driver.need if found.driver is not None else None  # its CUDA's own minimum
+    if need is None or (major(need) or 0) < int(first[1:]):
+        need = f"branch {first}"
+    return NoFit(name, (reason,), driver=need, with_driver=found.label)
+
+
+# ---------------------------------------------------------------------- torch
+
+
+def _torch(matrix: Any, t: Target, members: Sequence[str], version: Optional[str],
+           cuda: Optional[str]) -> Tuple[Result, Optional[Result]]:
+    found = plan_torch(matrix, t.driver, t.driver_os, t.python, t.compute_capabilities if t.gpu_build else [],
+                       t.platform, version=version, cuda=cuda, gpu=t.gpu_build)
+    if not isinstance(found, TorchPlan):
+        return from_no_plan(found), None
+    variant = matrix.pytorch.variant(found.version, found.variant)
+    plan = from_torch(found, members, t.driver, variant.cudnn if variant is not None else None)
+    if plan.gpu:
+        return plan, None
+    plan = _cpu_because(plan, t)
+    gpu = plan_torch(matrix, None, t.driver_os, t.python, t.compute_capabilities, t.platform,
+                     version=found.version, gpu=True)
+    if not isinstance(gpu, TorchPlan):  # no CUDA build of that release fits the GPUs: any release
+        gpu = plan_torch(matrix, None, t.driver_os, t.python, t.compute_capabilities, t.platform, gpu=True)
+    return plan, from_torch(gpu, members, None) if isinstance(gpu, TorchPlan) else from_no_plan(gpu)
+
+
+def _cpu_because(plan: PackagePlan, t: Target) -> PackagePlan:
+    if not t.cpu_because or not plan.reasons:
+        return plan
+    first = plan.reasons[0]
+    return replace(plan, reasons=(Reason(f"{t.cpu_because}: the CPU build", first.source),) + plan.reasons[1:])
+
+
+def _gpu_build(matrix: Any, t: Target, name: str, result: Result, version: Optional[str], cuda: Optional[str],
+               prefer: Optional[int]) -> Optional[Result]:
+    if t.gpu_build or not isinstance(result, PackagePlan) and name != "cupy":
+        return None
+    gpu_target = replace(t, driver=None, gpu_build=True, cpu_because="")
+    return plan_framework(matrix, name, gpu_target, version, cuda, prefer)
+
+
+# ---------------------------------------------------------------------- what goes first
+
+
+def _uninstall(matrix: Any, t: Target, plan: PackagePlan, manager: str) -> List[Tuple[Installed, str]]:
+    """What must go before the plan installs, each with why: a build pip would keep (same
+    version, other variant), a copy the other installer owns, a companion the plan has no version
+    for, another CUDA major, or a distribution that conflicts with the planned one."""
+    planned = {p.name for p in plan.pins}
+    if plan.framework == "torch":
+        return _uninstall_torch(matrix, t, plan, manager, planned)
+    out: List[Tuple[Installed, str]] = []
+    if plan.framework == "cupy":
+        fact = matrix.ecosystem.cupy.fact("duplicate_packages_conflict")
+        why = fact.value if fact is not None else "another CuPy distribution"
+        out = [(i, why) for i in t.of("cupy") if i.name not in planned]
+    elif plan.framework == "onnxruntime-gpu":
+        out = [(i, "the CPU package shadows onnxruntime-gpu" if i.variant == "cpu" and plan.gpu
+                else "another onnxruntime distribution") for i in t.of("onnxruntime") if i.name not in planned]
+        out += [(i, f"built for CUDA {i.cuda}") for i in t.of("onnxruntime") if i.name in planned and plan.gpu
+                and i.variant == "cuda" and i.cuda and major(i.cuda) != major(plan.cuda or "")]
+    elif plan.framework == "jax":
+        want = major(plan.cuda or "") if plan.gpu else None
+        out = [(i, f"the CUDA {i.cuda} plugin") for i in t.of("jax")
+               if i.name.startswith("jax-cuda") and major(i.cuda or "") != want]
+        out += [(i, "a monolithic CUDA jaxlib") for i in t.of("jax")
+                if i.name == "jaxlib" and "+cuda" in (i.version or "") and not plan.index_url]
+    elif plan.framework == "tensorflow":
+        out = [(i, "another TensorFlow distribution") for i in t.of("tensorflow")
+               if i.name != "tensorflow" and i.name not in planned]
+    return out
+
+
+def _uninstall_torch(matrix: Any, t: Target, plan: PackagePlan, manager: str,
+                     planned: Any) -> List[Tuple[Installed, str]]:
+    conda = manager in ("conda", "pixi")
+    out: List[Tuple[Installed, str]] = []
+    for i in t.of("torch"):
+        if (i.installer == "conda") != conda:
+            out.append((i, f"installed by {i.installer}, while {manager} installs the plan"))
+        elif not conda and _torch_variant(matrix, i) != plan.build:
+            out.append((i, f"build {_torch_variant(matrix, i) or 'unknown'}, not {plan.build} (pip keeps an installed "
+                           "torch whose version matches the pin, whatever its build)"))
+    for c in COMPANIONS:
+        for i in t.of(c):
+            if c not in planned:
+                out.append((i, f"no {c} release pairs with {plan.label}"))
+            elif out:
+                out.append((i, "built for the torch that goes"))
+    return out
+
+
+def _torch_variant(matrix: Any, i: Installed) -> Optional[str]:
+    """'cu124' or 'cpu' for an installed torch; None when it cannot be told (a conda build)."""
+    if i.installer == "conda" or not i.version:
+        return "conda"
+    if "+" in i.version:
+        return i.version.split("+", 1)[1]
+    found = matrix.pytorch.variant_for_build(i.version, i.cuda if i.variant == "cuda" else None)
+    return str(found.name) if found is not None else None

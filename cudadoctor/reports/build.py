@@ -1,0 +1,84 @@
+"""What ``check``, ``report``, the library API and the pytest plugin share between probing and
+printing: whether to run the quick smoke tests and which suites, and how a report is stamped with
+its node, redacted and rendered. One place, so the command and ``cudadoctor.report()`` write the
+same text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+from typing import List, Optional, Sequence, Tuple
+
+from cudadoctor.errors import CudadoctorError
+from cudadoctor.model import Report, Snapshot
+
+REPORT_FORMATS = ("markdown", "text", "json")
+
+
+def has_gpu(snapshot: Snapshot) -> bool:
+    """Smoke tests need a GPU a driver answers for; without one they would only say so again."""
+    return bool(snapshot.gpus) and snapshot.gpus_from_driver
+
+
+def default_suites(snapshot: Snapshot) -> List[str]:
+    """The driver suite, plus the suite of every framework the snapshot found (all when unknown)."""
+    from cudadoctor.smoke import FRAMEWORK_OF, SUITES
+
+    if snapshot.frameworks is None:
+        return list(SUITES)
+    present = {b.name for b in snapshot.frameworks}
+    return [s for s in SUITES if s == "driver" or FRAMEWORK_OF.get(s) in present]
+
+
+def with_quick_smoke(snapshot: Snapshot, python: Optional[str] = None) -> Snapshot:
+    """The quick tier of the driver suite and of every installed framework's suite, each in its own
+    child process of the target interpreter (docs/smoke.md); unchanged when no GPU answers."""
+    if not has_gpu(snapshot):
+        return snapshot
+    from cudadoctor.smoke.runner import run_suites
+
+    results = run_suites(default_suites(snapshot), python=snapshot.python.executable if snapshot.python else python,
+                         tier="quick", snapshot=snapshot)
+    return dataclasses.replace(snapshot, smoke=results)
+
+
+def check_patterns(patterns: Sequence[str], label: str = "--redact") -> Tuple[str, ...]:
+    """The extra redaction patterns, each a regular expression that needs at least a character."""
+    for pattern in patterns:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise CudadoctorError(f"{label} {pattern!r}: not a regular expression ({exc})") from None
+        if compiled.search(""):
+            raise CudadoctorError(f"{label} {pattern!r} matches the empty string", hint="give a pattern that needs a character")
+    return tuple(patterns)
+
+
+def finish_report(report: Report, *, redact: bool = True, keep_hostname: bool = False, patterns: Sequence[str] = (),
+                  node: Optional[str] = None) -> Report:
+    """The report as ``cudadoctor report`` writes it: redacted unless ``redact=False``, and naming
+    its node (``node``, see cudadoctor.reports.node), by pseudonym when redacted and the hostname is not kept."""
+    from cudadoctor.reports.node import pseudonym
+
+    if redact:
+        from cudadoctor.reports.redact import redact as redact_report
+
+        report, _ = redact_report(report, patterns, keep_hostname=keep_hostname)
+    shown = node if (not redact or keep_hostname or node is None) else pseudonym(node)
+    return dataclasses.replace(report, node=shown)
+
+
+def render_report(report: Report, fmt: str, color: bool = False, max_length: Optional[int] = None) -> str:
+    """The report as text: Markdown sized for an issue body (at most ``max_length`` characters,
+    default 60,000), text, or the JSON envelope."""
+    if fmt == "markdown":
+        from cudadoctor.render.report_fit import DEFAULT_BUDGET, fit_markdown
+
+        return fit_markdown(report, max_length or DEFAULT_BUDGET)[0]
+    from cudadoctor.render import RENDERERS
+
+    stream = io.StringIO()
+    RENDERERS[fmt](report, stream, color, True)
+    return stream.getvalue()

@@ -1,0 +1,443 @@
+"""Redaction: a Report made safe to paste into a public bug tracker (docs/reports.md).
+
+:func:`redact` is a pure function, ``Report -> (Report, RedactionSummary)``. It walks every
+dataclass of the report generically (each string field, dict keys and values, tuples), so a field
+added to the model later is covered without touching this module. It replaces:
+
+- the username and home directories: ``/home/maya``, ``/Users/maya``, ``C:\\Users\\maya`` (any
+  user's), and the username wherever it stands as a word: ``<user>`` (another user's name:
+  ``<user-2>``, ...); a ``HOME`` elsewhere: ``<home>``;
+- the hostname (``host.hostname``, and wherever it stands as a word): ``<hostname>``;
+- GPU UUIDs: ``GPU-a``, ``GPU-b``, ... in GPU index order (``MIG-a`` for MIG devices; a prefix
+  of a UUID, as ``CUDA_VISIBLE_DEVICES`` allows, becomes the same pseudonym, or
+  ``GPU-unmatched-1`` when it names no GPU); other UUIDs:
+  ``<uuid-1>``; GPU serials: ``<serial-a>``;
+- IPv4 and IPv6 addresses (loopback excepted): ``<ip-1>``; MAC addresses: ``<mac-1>``;
+- values of dict entries whose key looks secret (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``,
+  ``PASSWD``, ``CREDENTIAL``, ``AUTH``, ``COOKIE``, ``SESSION``; any case), wherever those values
+  appear, ``NAME=value`` assignments of such names in text, ``Authorization:`` headers and
+  well-known token shapes: ``<redacted>``;
+- credentials in URLs: ``https://user:pass@host/`` becomes ``https://<redacted>@host/``;
+- every match of the caller's extra patterns (``--redact PATTERN``): ``<redacted>``.
+
+Pseudonyms are stable within one report: the same value always gets the same placeholder, so
+"GPU-a" is the same GPU in the facts, the findings and the JSON, and equal paths stay equal (which
+keeps the diagnosis of a redacted snapshot the same as of the original). Identifier fields (finding
+codes, categories, evidence, sources, statuses) are never touched.
+
+For other modules (``cudadoctor diff`` among them): :data:`REDACTED`, :data:`PLACEHOLDER` (a regex
+matching every placeholder this module writes), :func:`is_redacted` and :class:`Pseudonyms`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import ipaddress
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
+
+from cudadoctor.model import Report, Snapshot
+
+REDACTED = "<redacted>"
+USER = "<user>"
+HOSTNAME = "<hostname>"
+# Every placeholder redact() writes: <redacted>, <user>, <user-2>, <hostname>, <ip-1>, <mac-1>,
+# <uuid-1>, <serial-a>, and the GPU-a / MIG-a pseudonyms of GPU UUIDs.
+PLACEHOLDER = re.compile(r"<(?:redacted|user(?:-\d+)?|hostname|home|(?:ip|mac|uuid)-\d+|serial-[a-z]+)>"
+                         r"|(?<![A-Za-z0-9])(?:GPU|MIG)-(?:[a-y]|z+[a-y]|unmatched-\d+)(?![A-Za-z0-9])")
+
+
+def is_redacted(value: str) -> bool:
+    """True when ``value`` carries a placeholder of this module (the real value is unknown)."""
+    return bool(PLACEHOLDER.search(value))
+
+
+def letters(n: int) -> str:
+    """0 -> a, ..., 24 -> y, 25 -> za, 26 -> zb, ...: no label is a prefix of another, so a prefix
+    match between pseudonyms means what it meant between the UUIDs."""
+    return "z" * (n // 25) + "abcdefghijklmnopqrstuvwxy"[n % 25]
+
+
+LABELS: Dict[str, Callable[[int], str]] = {
+    "username": lambda n: USER if n == 0 else f"<user-{n + 1}>",
+    "hostname": lambda n: HOSTNAME,
+    "gpu_serial": lambda n: f"<serial-{letters(n)}>",
+    "uuid": lambda n: f"<uuid-{n + 1}>",
+    "ip": lambda n: f"<ip-{n + 1}>",
+    "mac": lambda n: f"<mac-{n + 1}>",
+}
+
+
+class Pseudonyms:
+    """Stable placeholders: ``name(kind, value)`` gives the same label for the same value, numbered
+    per kind in the order values are first seen. Kinds: those of :data:`LABELS`; ``gpu_uuid``,
+    whose value is ``GPU-<uuid>`` or ``MIG-<uuid>`` (label ``GPU-a``, ``MIG-b``, ...); and
+    ``gpu_unmatched``, a UUID prefix that names no GPU (``GPU-unmatched-1``)."""
+
+    def __init__(self) -> None:
+        self._names: Dict[Tuple[str, str], str] = {}
+        self._seen: Dict[str, int] = {}
+
+    def name(self, kind: str, value: str) -> str:
+        key = (kind, value.lower() if kind in ("gpu_uuid", "gpu_unmatched", "uuid", "mac", "hostname") else value)
+        label = self._names.get(key)
+        if label is None:
+            n = self._seen.get(kind, 0)
+            self._seen[kind] = n + 1
+            if kind in ("gpu_uuid", "gpu_unmatched"):  # GPU-a, MIG-b; GPU-unmatched-1
+                label = f"{value[:3].upper()}-{letters(n) if kind == 'gpu_uuid' else f'unmatched-{n + 1}'}"
+            else:
+                label = LABELS[kind](n)
+            self._names[key] = label
+        return label
+
+    def known(self, kind: str) -> List[Tuple[str, str]]:
+        """(value, label) of every value of ``kind`` named so far."""
+        return [(value, label) for (k, value), label in self._names.items() if k == kind]
+
+    def count(self, kind: str) -> int:
+        return self._seen.get(kind, 0)
+
+
+# ------------------------------------------------------------------------------ what is secret
+
+_SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION"
+SECRET_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)  # a variable (or mapping key) whose value is secret
+_NAME = rf"[A-Za-z0-9_]*(?:{_SECRET_WORDS})[A-Za-z0-9_]*"
+# NAME=value, NAME: value, --name value, "name": "value" in any text (the value up to a space or quote)
+_ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9_])(--{_NAME}(?:=|\s+)|{_NAME}['\"]?\s*(?:=|:\s)\s*)"
+                         r"(?!<redacted>|(?:bearer|basic|token)\s)(['\"]?)([^\s'\";,]+)")
+_AUTH_HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*(?:bearer|basic|token)?\s*)(?!<redacted>)[^\s'\",;]+")
+_TOKEN_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
+    r"|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|A[KS]IA[0-9A-Z]{16})(?![A-Za-z0-9])")
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s@'\"<>]+@")
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_GPU_UUID = re.compile(rf"(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9])")
+_GPU_PREFIX = re.compile(r"(?<![A-Za-z0-9])((?:GPU|MIG)-[0-9a-fA-F]{4}[0-9a-fA-F-]*)(?![A-Za-z0-9-])")
+_BARE_UUID = re.compile(rf"(?<![A-Za-z0-9-]){_UUID}(?![A-Za-z0-9-])")
+_MAC = re.compile(r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])")
+_IPV4 = re.compile(r"(?<![\w.-])(?<![<>=!~]=)(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\w)")
+_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%[\w.]+)?(?![\w:])")
+_HOME = re.compile(r"(/home/|/Users/|[A-Za-z]:[\\/]Users[\\/]|\\Users\\)([^/\\\s:;,'\"<>|*?]+)")
+# Names that say nothing about anyone, and words a free-text replacement would damage.
+GENERIC = frozenset({
+    "root", "user", "users", "admin", "administrator", "ubuntu", "debian", "fedora", "centos", "rocky", "alma",
+    "jovyan", "runner", "vagrant", "docker", "nvidia", "cuda", "conda", "python", "builder", "build", "ec2-user",
+    "localhost", "linux", "host", "node", "main", "master", "server", "desktop", "laptop", "workstation", "gpu",
+    "shared", "public", "default", "all users", "linuxbrew", "guest", "redacted", "hostname", "serial", "home",
+    "none", "null", "unknown", "test", "tests", "local", "container", "runneradmin", "codespace",
+})
+# Fields that hold our own vocabulary (codes, categories, statuses), never facts of the machine.
+IDENTIFIER_FIELDS = frozenset({
+    "code", "caused_by", "evidence", "source", "confidence", "severity", "category", "status", "suite",
+    "probe", "kind", "tier", "shell", "version_source", "schema_version", "redaction",
+})
+# Fields whose values are versions: never read as IP addresses (cuBLAS 12.4.5.8 is no address).
+VERSION_FIELDS = ("version", "cuda", "cudnn", "nccl", "glibc", "kernel")
+
+
+@dataclasses.dataclass(frozen=True)
+class RedactionSummary:
+    """What was redacted: distinct values replaced, per kind (see :data:`KIND_WORDS`)."""
+
+    counts: Dict[str, int]
+    patterns: Tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def describe(self) -> str:
+        """'1 username, 1 hostname, 2 GPU UUIDs', or 'nothing private found'."""
+        parts = []
+        for kind, (one, many) in KIND_WORDS.items():
+            n = self.counts.get(kind, 0)
+            if n:
+                parts.append(f"{n} {one if n == 1 else many}")
+        return ", ".join(parts) or "nothing private found"
+
+
+KIND_WORDS: Dict[str, Tuple[str, str]] = {
+    "username": ("username", "usernames"),
+    "home": ("home directory", "home directories"),
+    "hostname": ("hostname", "hostnames"),
+    "gpu_uuid": ("GPU UUID", "GPU UUIDs"),
+    "gpu_serial": ("GPU serial", "GPU serials"),
+    "uuid": ("other UUID", "other UUIDs"),
+    "ip": ("IP address", "IP addresses"),
+    "mac": ("MAC address", "MAC addresses"),
+    "secret": ("secret value", "secret values"),
+    "url_credentials": ("URL credential", "URL credentials"),
+    "pattern": ("--redact match", "--redact matches"),
+}
+
+
+def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bool = False
+           ) -> Tuple[Report, RedactionSummary]:
+    """The report with private values replaced by placeholders, and what was replaced.
+
+    ``extra_patterns`` are regular expressions (``re`` syntax); ``re.error`` propagates for an
+    invalid one. The result's ``redaction`` field says that and how the report was redacted."""
+    scrubber = _Scrubber(report.snapshot, [re.compile(p) for p in extra_patterns], keep_hostname)
+    redacted = _walk(dataclasses.replace(report, redaction=None), scrubber, None)
+    summary = RedactionSummary(scrubber.counts(), tuple(extra_patterns))
+    note = (f"Redacted by cudadoctor: {summary.describe()}; placeholders such as <user>, <hostname> and "
+            "GPU-a stand for the same value everywhere in this report. `cudadoctor report --no-redact` keeps "
+            "the values.")
+    result: Report = dataclasses.replace(redacted, redaction=note)
+    return result, summary
+
+
+# ------------------------------------------------------------------------------ the walk
+
+
+def _walk(value: Any, scrub: "_Scrubber", name: Optional[str]) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if f.name in IDENTIFIER_FIELDS:
+                continue
+            old = getattr(value, f.name)
+            new = _walk(old, scrub, f.name)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    if isinstance(value, enum.Enum):
+        return value
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, tuple):
+        return tuple(_walk(v, scrub, name) for v in value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            key = scrub(k) if isinstance(k, str) else k
+            if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k) and v:
+                out[key] = scrub.secret(v)
+            else:
+                out[key] = _walk(v, scrub, name)
+        return out
+    return value
+
+
+def _strings(value: Any, name: Optional[str] = None) -> Iterable[Tuple[Optional[str], str]]:
+    """Every (field name, string) of a dataclass tree, identifier fields left out."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.name not in IDENTIFIER_FIELDS:
+                yield from _strings(getattr(value, f.name), f.name)
+    elif isinstance(value, enum.Enum):
+        return
+    elif isinstance(value, str):
+        yield name, value
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _strings(v, name)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                yield name, k
+            if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k):
+                yield "$secret", v
+            else:
+                yield from _strings(v, name)
+
+
+class _Scrubber:
+    """The string transformation: learns the private values of a snapshot, then replaces them."""
+
+    def __init__(self, snap: Snapshot, patterns: Sequence[Pattern[str]], keep_hostname: bool) -> None:
+        self.names = Pseudonyms()
+        self.patterns = patterns
+        self.hits: Dict[str, Set[str]] = {}
+        self.secrets: List[str] = []
+        self.words: List[Tuple[Pattern[str], str, str]] = []  # (pattern, placeholder, kind)
+        self.ips: Set[str] = set()
+        self.homes: List[Tuple[str, str]] = []
+        self.hostname: Optional[str] = None
+        self.username: Optional[str] = None
+        self.serials: List[Tuple[str, str]] = []
+        self.version_like: Set[str] = set()
+        self._learn(snap, keep_hostname)
+
+    def counts(self) -> Dict[str, int]:
+        return {kind: len(values) for kind, values in self.hits.items() if values}
+
+    def _hit(self, kind: str, value: str) -> None:
+        self.hits.setdefault(kind, set()).add(value)
+
+    def _learn(self, snap: Snapshot, keep_hostname: bool) -> None:
+        for gpu in snap.gpus or ():  # GPU-a is GPU 0, whatever order the strings come in
+            if gpu.uuid and _GPU_UUID.fullmatch(gpu.uuid):
+                self.names.name("gpu_uuid", gpu.uuid)
+            if gpu.serial and gpu.serial.strip():
+                self.names.name("gpu_serial", gpu.serial.strip())
+        self._learn_people(snap, keep_hostname)
+        for name, text in _strings(snap):
+            if name == "$secret" and text and text != REDACTED:
+                self.secrets.append(text)
+            elif not (name and name.endswith(VERSION_FIELDS)):
+                self._learn_ips(text)
+        self.secrets = sorted({s for s in self.secrets if len(s) >= 6}, key=len, reverse=True)
+        self.serials = self.names.known("gpu_serial")
+        self.version_like = {text for name, text in _strings(snap) if name and name.endswith(VERSION_FIELDS)}
+
+    def _learn_people(self, snap: Snapshot, keep_hostname: bool) -> None:
+        """The username, the home directory and the hostname, and the words that spell them."""
+        host, env = snap.host, snap.env or {}
+        user = _real((host.username if host else None) or env.get("USER") or env.get("USERNAME"))
+        self.username = user
+        if user:
+            self.names.name("username", user)
+            if len(user) >= 3 and user.lower() not in GENERIC:
+                windows = bool(host and host.os == "windows")  # case-insensitive names there
+                self.words.append((_word(user, re.IGNORECASE if windows else 0), USER, "username"))
+        home = env.get("HOME") or env.get("USERPROFILE")
+        if home and len(home.strip("/\\")) > 2 and not _HOME.search(home) and home.rstrip("/") not in ("/root", "/"):
+            self.homes.append((home.rstrip("/\\"), "<home>"))
+        hostname = _real(host.hostname if host else None)
+        if hostname and not keep_hostname:
+            # the full name first, then its first label; both before the username ("maya-laptop"
+            # is the hostname, not "<user>-laptop")
+            words = [w for w in dict.fromkeys((hostname, hostname.split(".")[0]))
+                     if len(w) >= 3 and w.lower() not in GENERIC]
+            self.words[:0] = [(_word(w, re.IGNORECASE), HOSTNAME, "hostname") for w in words]
+        self.hostname = None if keep_hostname else hostname
+
+    def _learn_ips(self, text: str) -> None:
+        if "." in text:
+            for m in _IPV4.finditer(text):
+                if _is_address(m.group(0)):
+                    self.ips.add(m.group(0))
+        if text.count(":") >= 2:
+            for m in _IPV6.finditer(text):
+                if _is_address(m.group(0).split("%")[0]):
+                    self.ips.add(m.group(0))
+
+    # ------------------------------------------------------------------ replacing
+
+    def secret(self, value: str) -> str:
+        if value != REDACTED:
+            self._hit("secret", value)
+        return REDACTED
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        if self.hostname and text == self.hostname:
+            return self._sub("hostname", text, HOSTNAME)
+        if self.username and text == self.username:  # the field itself, even when the name is generic
+            return self._sub("username", text, USER)
+        for pattern in self.patterns:
+            text = pattern.sub(lambda m: self._sub("pattern", m.group(0), REDACTED), text)
+        for secret in self.secrets:
+            if secret in text:
+                self._hit("secret", secret)
+                text = text.replace(secret, REDACTED)
+        text = _AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
+        text = _ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
+        text = _TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
+        text = _URL_CREDENTIALS.sub(
+            lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
+        if "-" in text:
+            text = self._uuids(text)
+        text = self._serials(text)
+        text = self._addresses(text)
+        text = self._home(text)
+        for pattern, placeholder, kind in self.words:
+            text = pattern.sub(self._replacer(kind, placeholder), text)
+        return text
+
+    def _replacer(self, kind: str, placeholder: str) -> Callable[["re.Match[str]"], str]:
+        return lambda m: self._sub(kind, m.group(0), placeholder)
+
+    def _sub(self, kind: str, value: str, placeholder: str) -> str:
+        self._hit(kind, "the hostname" if kind == "hostname" else value)
+        return placeholder
+
+    def _uuids(self, text: str) -> str:
+        text = _GPU_UUID.sub(lambda m: self._named("gpu_uuid", m.group(0)), text)
+        text = _GPU_PREFIX.sub(self._gpu_prefix, text)
+        return _BARE_UUID.sub(lambda m: self._named("uuid", m.group(0)), text)
+
+    def _serials(self, text: str) -> str:
+        for serial, label in self.serials:
+            if text == serial:
+                return self._sub("gpu_serial", serial, label)
+            if len(serial) >= 6 and serial in text:
+                text = _word(serial).sub(self._replacer("gpu_serial", label), text)
+        return text
+
+    def _named(self, kind: str, value: str) -> str:
+        self._hit(kind, value.lower())
+        return self.names.name(kind, value)
+
+    def _gpu_prefix(self, m: "re.Match[str]") -> str:
+        """A UUID prefix (``CUDA_VISIBLE_DEVICES=GPU-8f6c``) becomes the pseudonym of the GPU it
+        names, or ``GPU-unmatched-N`` when it names none (a prefix of no pseudonym either)."""
+        prefix = m.group(1).lower()
+        matches = [(uuid, label) for uuid, label in self.names.known("gpu_uuid") if uuid.startswith(prefix)]
+        if len(matches) == 1:
+            self._hit("gpu_uuid", matches[0][0])
+            return matches[0][1]
+        self._hit("gpu_uuid", prefix)
+        return self.names.name("gpu_unmatched", prefix)
+
+    def _addresses(self, text: str) -> str:
+        if text.count(":") >= 5 or text.count("-") >= 5:
+            text = _MAC.sub(lambda m: self._named("mac", m.group(0)), text)
+        if not self.ips:
+            return text
+        if "." in text:
+            text = _IPV4.sub(self._ip, text)
+        if text.count(":") >= 2:
+            text = _IPV6.sub(self._ip, text)
+        return text
+
+    def _ip(self, m: "re.Match[str]") -> str:
+        value = m.group(0)
+        if value not in self.ips or value in self.version_like:
+            return value
+        self._hit("ip", value)
+        return self.names.name("ip", value)
+
+    def _home(self, text: str) -> str:
+        for home, placeholder in self.homes:
+            if home in text:
+                self._hit("home", home)
+                text = text.replace(home, placeholder)
+        if "Users" not in text and "/home/" not in text:
+            return text
+
+        def user(m: "re.Match[str]") -> str:
+            name = m.group(2)
+            if name.lower() in GENERIC or PLACEHOLDER.fullmatch(name):
+                return m.group(0)
+            self._hit("home", m.group(1) + name)
+            label = self.names.name("username", name)
+            if label == USER:
+                self._hit("username", name)
+            return m.group(1) + label
+
+        return _HOME.sub(user, text)
+
+
+def _real(value: Optional[str]) -> Optional[str]:
+    """``value``, or None when it is empty or already a placeholder (a report redacted twice)."""
+    return value if value and not PLACEHOLDER.fullmatch(value) and value != "<home>" else None
+
+
+def _word(value: str, flags: int = 0) -> Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", flags)
+
+
+def _is_address(text: str) -> bool:
+    """A real IP address worth hiding: not loopback, not unspecified."""
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return not (address.is_loopback or address.is_unspecified)
