@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import types
 
+from cudadoctor.version import __version__ as __version__
+
 # typing costs ~4 ms at import, and `cudadoctor run` and `--version` import this package on their
 # fast paths: the annotations here are for mypy only (mypy reads a name TYPE_CHECKING as true).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Dict, List
 
-from cudadoctor.version import __version__
 
 __all__ = [
     "CudadoctorError",
@@ -41,7 +42,8 @@ __all__ = [
 
 # Which module defines each name; imported when the name is first asked for.
 _HOME: Dict[str, str] = {name: "api" for name in __all__}
-_HOME.update(CudadoctorError="errors", Explanation="oncall.explanation")
+_HOME.update(CudadoctorError="errors", Explanation="oncall.explanation", install_excepthook="oncall.excepthook",
+             uninstall_excepthook="oncall.excepthook")
 
 if TYPE_CHECKING:  # the real signatures, for mypy and IDEs
     from cudadoctor.api import collect, diagnose, explain, make_report, plan_install, report, smoke

@@ -12,10 +12,8 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
-from cudadoctor.version import __version__
-from cudadoctor.data.location import data_info
+from cudadoctor.reports.build import make_report
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.oncall.excepthook import install_excepthook, uninstall_excepthook
 from cudadoctor.host import DEFAULT_TIMEOUT_S, Host, RealHost
 from cudadoctor.model import Finding, Report, SmokeResult, Snapshot
 
@@ -24,8 +22,7 @@ if TYPE_CHECKING:
     from cudadoctor.planner.install import InstallResult
     from cudadoctor.planner.target import Target
 
-__all__ = ["CudadoctorError", "collect", "diagnose", "explain", "install_excepthook", "make_report", "plan_install",
-           "report", "smoke", "uninstall_excepthook"]
+__all__ = ["CudadoctorError", "collect", "diagnose", "explain", "make_report", "plan_install", "report", "smoke"]
 
 # What a snapshot-like argument may be: a Snapshot, a Report, a dict (a snapshot or report JSON
 # document as loaded, or the facts of docs/facts.md), or the path of such a JSON file.
@@ -64,7 +61,7 @@ def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] =
     ['driver-too-old-for-build']
     """
     from cudadoctor.checks import CHECKS, all_codes, run_checks, select
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     snapshot = as_snapshot(snapshot_or_facts)
     if isinstance(only, str):
@@ -75,14 +72,6 @@ def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] =
         if unknown:
             raise CudadoctorError(f"no check or finding code {unknown[0]!r}", hint="cudadoctor check --list")
     return run_checks(snapshot, matrix or default_matrix(), select(only))
-
-
-def make_report(snapshot: Snapshot, findings: Optional[Sequence[Finding]] = None) -> Report:
-    """A report; ``findings=None`` means the checks did not run (probe facts only)."""
-    info = data_info()
-    return Report(snapshot=snapshot, tool_version=__version__, data_version=info.data_version if info else "unknown",
-                  data_origin=info.origin if info else None,
-                  findings=tuple(findings or ()), checked=findings is not None)
 
 
 def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: Optional[SnapshotLike] = None,
@@ -137,7 +126,7 @@ def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mappin
     >>> r.ok, r.results[0].plan.label
     (True, 'torch 2.14.1+cu126')
     """
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
     from cudadoctor.planner.install import plan_install as plan
 
     matrix = default_matrix()
@@ -257,26 +246,14 @@ def read_json(path: Union[str, "os.PathLike[str]"], label: Optional[str] = None,
 def parse_json(text: str, name: str, markdown: bool = False) -> Any:
     """The JSON value of ``text`` (``markdown``: or the JSON block of a Markdown report); failures
     raise CudadoctorError naming ``name``."""
-    import json
+    from cudadoctor.model.reader import ReadError, parse
 
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        embedded = _markdown_json(text) if markdown else None
-        if embedded is not None:
-            return embedded
-        raise CudadoctorError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except (RecursionError, ValueError):
+        return parse(text, markdown)
+    except ReadError as exc:
+        if exc.kind == "json":
+            raise CudadoctorError(f"{name}: not valid JSON ({exc.detail})") from None
         raise CudadoctorError(f"{name}: not usable JSON") from None
-
-
-def _markdown_json(text: str) -> Any:
-    import json
-
-    from cudadoctor.render.report_markdown import extract_json
-
-    embedded = extract_json(text)
-    return json.loads(embedded) if embedded is not None else None
 
 
 def as_snapshot(value: SnapshotLike) -> Snapshot:

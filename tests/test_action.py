@@ -12,7 +12,6 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple

@@ -18,7 +18,7 @@ import pytest
 from cudadoctor.checks import access, run_checks
 from cudadoctor.checks.registry import CHECKS
 from cudadoctor.model.facts import snapshot_from_facts
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import (
     Category,
     DriverInfo,

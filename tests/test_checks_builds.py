@@ -10,13 +10,14 @@ import pytest
 from cudadoctor.checks import run_checks
 from cudadoctor.checks.builds import CHECKS
 from cudadoctor.model.facts import snapshot_from_facts
-from cudadoctor.matrix import Matrix, default_matrix
+from cudadoctor.matrix import Matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Gpu, Library, LibraryCopy, Package, Severity, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
 
 Loader = Callable[[str], RecordedHost]
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 RTX4090 = {"os": "linux", "python": "3.11", "gpu_name": "NVIDIA GeForce RTX 4090", "driver_version": "550.54.14"}
 
@@ -133,7 +134,7 @@ def test_minor_version_compat_that_needs_ptx_jit_is_an_error(m: Matrix) -> None:
     f = one(found, "driver-too-old-for-ptx-jit")
     assert f.severity is E and "sm_90" in f.title
     assert "unsupported toolchain" in f.why and "570.26" in (f.fix.text if f.fix else "")
-    assert one(found, "arch-ptx-jit").severity is I
+    assert one(found, "arch-ptx-jit").severity is INFO
 
 
 def test_a_native_driver_is_silent(m: Matrix) -> None:
@@ -189,7 +190,7 @@ def test_a_heterogeneous_box_names_only_the_unsupported_gpu(m: Matrix) -> None:
 def test_ptx_only_is_info(m: Matrix) -> None:
     f = one(facts(m, os="linux", python="3.11", gpu_name="NVIDIA GeForce RTX 5090", driver_version="570.124.06",
                   torch_version="2.7.0+cu128", torch_cuda="12.8", torch_arch_list="sm_80 sm_90 compute_90"), "arch-ptx-jit")
-    assert f.severity is I and "compute_90" in f.why and "slow" in f.why
+    assert f.severity is INFO and "compute_90" in f.why and "slow" in f.why
 
 
 @pytest.mark.parametrize("values, gpu, words", [

@@ -16,7 +16,7 @@ import pytest
 from cudadoctor.checks import run_checks
 from cudadoctor.checks import hardware
 from cudadoctor.model.facts import snapshot_from_facts
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost

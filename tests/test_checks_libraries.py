@@ -21,7 +21,7 @@ from cudadoctor.checks.libraries import (
     check_wheel_conflicts,
 )
 from cudadoctor.model.facts import snapshot_from_facts
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import (
     Category,
     Finding,

@@ -13,7 +13,7 @@ from cudadoctor.checks import CHECKS, run_checks
 from cudadoctor.checks import signature
 from cudadoctor.checks.signature import CANNOT_TELL, HOLDS, NOT_CHECKED, RULED_OUT, causes
 from cudadoctor.model.facts import snapshot_from_facts
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
@@ -119,7 +119,7 @@ def categories(text: str) -> Sequence[Category]:
 
 def judge(snap: Snapshot, text: str, checks: Any = None) -> List[signature.Cause]:
     found = run_checks(snap, default_matrix())
-    return causes(categories(text), found, snap, checks)
+    return causes(categories(text), found, snap, CHECKS if checks is None else checks)
 
 
 def test_a_cause_shown_by_a_check_holds() -> None:
@@ -168,7 +168,7 @@ def test_other_causes_cannot_be_told_from_facts() -> None:
 
 
 def test_not_checked_without_a_machine() -> None:
-    verdicts = causes(categories(NO_KERNEL_IMAGE), None, None)
+    verdicts = causes(categories(NO_KERNEL_IMAGE), None, None, CHECKS)
     assert {v.verdict for v in verdicts} == {NOT_CHECKED}
     assert [v.category for v in verdicts][0] is Category.ARCH_UNSUPPORTED
 

@@ -14,7 +14,7 @@ import pytest
 
 from cudadoctor.checks import CHECKS, run_checks
 from cudadoctor.checks import smoke as smoke_checks
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Severity, SmokeResult, SmokeTest, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost

@@ -19,7 +19,7 @@ from cudadoctor.checks.toolchain import (
     check_nvcc_needed,
     check_nvcc_torch,
 )
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Package, Severity, Snapshot, Toolkit
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost

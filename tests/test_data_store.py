@@ -16,8 +16,9 @@ import pytest
 
 from cudadoctor.data import store as data_store
 from cudadoctor.cli.app import run
-from cudadoctor.data.location import data_info, shipped_data_dir
-from cudadoctor.matrix import default_matrix
+from cudadoctor.data.location import shipped_data_dir
+from cudadoctor.data.source import DataSource, use
+from cudadoctor.data.source import default_matrix
 
 SHIPPED = shipped_data_dir() or ""
 SHIPPED_VERSION = json.loads(Path(SHIPPED, "manifest.json").read_text())["data_version"]
@@ -26,13 +27,9 @@ SHIPPED_VERSION = json.loads(Path(SHIPPED, "manifest.json").read_text())["data_v
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("CUDADOCTOR_DATA_HOME", str(tmp_path / "home"))
-    data_store.set_data_option(None)
-    data_info.cache_clear()
-    default_matrix.cache_clear()
+    previous = use(DataSource())
     yield tmp_path / "home"
-    data_store.set_data_option(None)
-    data_info.cache_clear()
-    default_matrix.cache_clear()
+    use(previous)
 
 
 def make_data(tmp_path: Path, version: str) -> Path:
@@ -88,9 +85,7 @@ def test_env_and_option_win(home: Path, tmp_path: Path, monkeypatch: pytest.Monk
     other = make_data(tmp_path, "2001.1.0")
     monkeypatch.setenv("CUDADOCTOR_DATA_DIR", str(other))
     assert data_store.choose_data_dir().origin == "env"
-    data_store.set_data_option(str(other))
-    assert data_store.choose_data_dir().origin == "option"
-    data_store.set_data_option(None)
+    assert data_store.choose_data_dir(str(other)).origin == "option"
     monkeypatch.delenv("CUDADOCTOR_DATA_DIR")
     assert run(["--data", str(other), "--version"]) == 0
     assert "compat data 2001.1.0 (option: " in capsys.readouterr().out

@@ -12,7 +12,7 @@ import pytest
 
 from cudadoctor.api import diagnose
 from cudadoctor.model.facts import snapshot_from_facts
-from cudadoctor.model import Category, DriverInfo, Gpu, HostInfo, Severity, SmokeResult, SmokeTest, Snapshot
+from cudadoctor.model import Category, DriverInfo, Gpu, HostInfo, Severity, SmokeResult, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
 

@@ -169,7 +169,7 @@ def test_versions_stay_strings_and_may_be_partial() -> None:
     assert python is not None and python.version == "3.10"
     snap = snapshot_from_facts({"driver_version": "535", "gpu_name": "NVIDIA GeForce RTX 5090"})
     from cudadoctor.checks import access, run_checks
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     found = run_checks(snap, default_matrix(), access.CHECKS)
     assert [f.code for f in found] == ["driver-too-old-for-gpu"]

@@ -3,7 +3,6 @@ drift; the index is generated."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 

@@ -21,7 +21,8 @@ import pytest
 
 from cudadoctor.api import collect, diagnose
 from cudadoctor.cli.app import run
-from cudadoctor.matrix import Matrix, default_matrix
+from cudadoctor.matrix import Matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.planner.install import plan_install
 from cudadoctor.planner.target import Installed, described

@@ -13,6 +13,7 @@ import pytest
 
 from cudadoctor.matrix import DataError, Matrix
 import cudadoctor.matrix.gpus as gpus
+from cudadoctor.matrix._gpus_invariants import invariants
 from cudadoctor.matrix.gpus import Architecture, GpuData, GpuModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -228,7 +229,7 @@ def test_every_record_cites_a_source(data: GpuData) -> None:
 
 
 def test_invariants_hold_on_the_shipped_data(matrix: Matrix, data: GpuData) -> None:
-    assert gpus.invariants(data, matrix) == []
+    assert invariants(data, matrix) == []
 
 
 # ---------------------------------------------------------------------------- broken data
@@ -255,7 +256,7 @@ def problems_of(directory: Path) -> List[str]:
         data = m.gpus
     except DataError as exc:
         return [f"{exc.file}: {p}" for p in exc.problems]
-    return gpus.invariants(data, m)
+    return invariants(data, m)
 
 
 def record(doc: Any, name: str, segment: str = "") -> Any:

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cudadoctor.matrix.signatures as sig
+from cudadoctor.matrix._signatures_invariants import invariants
 from cudadoctor.matrix import DataError, Matrix
 from cudadoctor.matrix.signatures import SignatureData, SignatureMatch
 from cudadoctor.model import Category
@@ -49,7 +50,7 @@ def ids(found: List[SignatureMatch]) -> List[str]:
 
 
 def test_invariants_hold_on_the_shipped_data(data: SignatureData, matrix: Matrix) -> None:
-    assert sig.invariants(data, matrix) == []
+    assert invariants(data, matrix) == []
 
 
 def test_schema_category_enum_equals_the_model_vocabulary() -> None:
@@ -308,7 +309,7 @@ def record(doc: Dict[str, Any], rid: str) -> Dict[str, Any]:
 
 def problems_of(directory: Path) -> List[str]:
     m = Matrix(str(directory))
-    return sig.invariants(m.signatures, m)
+    return invariants(m.signatures, m)
 
 
 def load_error(directory: Path) -> DataError:

@@ -17,6 +17,7 @@ import pytest
 
 from cudadoctor.matrix import DataError, Matrix
 import cudadoctor.matrix.toolchain as toolchain
+from cudadoctor.matrix._toolchain_invariants import invariants
 from cudadoctor.matrix.toolchain import ToolchainData
 
 REPO = Path(__file__).resolve().parents[1]
@@ -247,7 +248,7 @@ def test_cudnn_minimum_compute_capability(tc: ToolchainData) -> None:
 
 
 def test_invariants_hold_on_the_shipped_data(matrix: Matrix, tc: ToolchainData) -> None:
-    assert toolchain.invariants(tc, matrix) == []
+    assert invariants(tc, matrix) == []
 
 
 def test_records_cite_sources_without_research_traces() -> None:
@@ -279,7 +280,7 @@ def problems_of(directory: Path) -> List[str]:
     """The invariant problems of a copy, or the DataError's as 'file: problem'."""
     matrix = Matrix(str(directory))
     try:
-        return toolchain.invariants(matrix.toolchain, matrix)
+        return invariants(matrix.toolchain, matrix)
     except DataError as exc:
         return [f"{exc.file}: {p}" for p in exc.problems]
 

@@ -7,7 +7,8 @@ from typing import Sequence, Union
 
 import pytest
 
-from cudadoctor.matrix import Matrix, default_matrix
+from cudadoctor.matrix import Matrix
+from cudadoctor.data.source import default_matrix
 from cudadoctor.matrix.versions import vkey
 from cudadoctor.planner.torch import NoPlan, TorchPlan, plan_torch
 

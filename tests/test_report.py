@@ -295,12 +295,11 @@ def test_golden_report(machine: str, steady_clock: None, capsys: pytest.CaptureF
     # the data as a wheel ships it, whether these tests import the package from a checkout or not
     import dataclasses
 
-    import cudadoctor.api
-    from cudadoctor.data.location import data_info
+    from cudadoctor.data.source import DataSource, data_info
 
     info = data_info()
     assert info is not None
-    monkeypatch.setattr(cudadoctor.api, "data_info", lambda: dataclasses.replace(info, origin="shipped"))
+    monkeypatch.setattr(DataSource, "info", lambda self: dataclasses.replace(info, origin="shipped"))
     code, out, err = cli(["report", "--machine", str(MACHINES / machine), "--format", "markdown"], capsys)
     assert code == 0, err
     golden = HERE / "golden" / f"report-{machine}.md"

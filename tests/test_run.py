@@ -394,7 +394,7 @@ def test_the_console_script_runs_the_same_fast_path() -> None:
 
 def test_every_signature_example_passes_the_keyword_prefilter() -> None:
     """Lines kept from before the tail are chosen by oncall.KEYWORDS: none may miss a signature."""
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     signatures = default_matrix().signatures
     missed = []

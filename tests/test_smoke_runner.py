@@ -9,7 +9,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import textwrap
 import time
 from pathlib import Path

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Tuple
 from cudadoctor.model import Category, Finding, LibraryCopy, Severity, Snapshot
 from cudadoctor.checks.base import Check, driver_version, finding, gpus, ref
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 LIB_RM_MISMATCH = "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
 NO_PERMISSION = "NVML_ERROR_NO_PERMISSION"
@@ -180,7 +180,7 @@ def check_nvml(snap: Snapshot, matrix: Any) -> List[Finding]:
         )]
     if d.nvml_error == "PYNVML_NOT_INSTALLED":
         return [finding(
-            "nvml-module-missing", I, Category.NVML_UNAVAILABLE,
+            "nvml-module-missing", INFO, Category.NVML_UNAVAILABLE,
             "cudadoctor could not import pynvml and read the driver through nvidia-smi instead",
             why="nvidia-ml-py is one of cudadoctor's dependencies; without it GPU health fields are missing.",
             fix="Reinstall cudadoctor with its dependencies.", commands=["pip install nvidia-ml-py"],
@@ -367,7 +367,7 @@ def check_mig(snap: Snapshot, matrix: Any) -> List[Finding]:
     if not enabled:
         return []
     return [finding(
-        "mig-enabled", I, Category.OTHER,
+        "mig-enabled", INFO, Category.OTHER,
         f"MIG is enabled on GPU {', '.join(str(g.index) for g in enabled)}",
         why="A MIG-enabled GPU runs CUDA work only inside MIG instances; a process sees one instance, chosen "
             "by its MIG UUID in CUDA_VISIBLE_DEVICES. Whole-GPU tests and peer-to-peer do not apply.",

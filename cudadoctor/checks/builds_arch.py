@@ -30,7 +30,7 @@ from cudadoctor.checks.builds_facts import (
     wheel_platform,
 )
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 # ---------------------------------------------------------------------------- kernels for every GPU
@@ -95,7 +95,7 @@ def _by_lists(snap: Snapshot, matrix: Any, b: FrameworkBuild, lists: ArchLists, 
                 commands = plan.commands(torch_packages(snap), [p for p in torch_packages(snap)])
                 source = plan.sources
         out.append(finding(
-            "arch-ptx-jit", I, Category.ARCH_UNSUPPORTED, f"{label(b)} runs on {what} only through PTX JIT compilation",
+            "arch-ptx-jit", INFO, Category.ARCH_UNSUPPORTED, f"{label(b)} runs on {what} only through PTX JIT compilation",
             why=f"{label(b)} has {lists.describe()} {where}: no SASS for {what}, so the driver JIT-compiles its "
                 f"{targets} PTX at first use. The first run of each kernel is slow (minutes for a large framework; "
                 "the result is cached in ~/.nv/ComputeCache, bounded by CUDA_CACHE_MAXSIZE), and the JIT-compiled "

@@ -15,7 +15,7 @@ from cudadoctor.checks.base import Check, finding, gpus, ref
 
 K = TypeVar("K", bound=Hashable)
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 HW = Category.HARDWARE_FAULT
 
 GPU_IS_LOST = "NVML_ERROR_GPU_IS_LOST"
@@ -326,7 +326,7 @@ def check_throttling(snap: Snapshot, matrix: Any) -> List[Finding]:
     for limit, group in _grouped(gpus(snap), power_capped):
         watts = f" ({limit:g} W)" if isinstance(limit, (int, float)) else ""
         out.append(finding(
-            "gpu-power-capped", I, HW,
+            "gpu-power-capped", INFO, HW,
             f"{_label(group, matrix)}: running at the power limit{watts}",
             why=f"NVML reports the 'sw_power_cap' clock event: the driver holds the clocks where the board stays "
                 f"within its enforced power limit{watts}. Under heavy load this is how a GPU normally runs.",

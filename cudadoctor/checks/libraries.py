@@ -35,7 +35,7 @@ from cudadoctor.model import (
 )
 from cudadoctor.checks.base import Check, cuda_builds, finding, ref
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 FRAMEWORKS = ("torch", "tensorflow")  # builds whose libraries reach the loader as described above
 _SONAME = re.compile(r"\.so\.(\d+)")
@@ -256,7 +256,7 @@ def _shadow_finding(snap: Snapshot, build: FrameworkBuild, pairs: List[Tuple[Lib
     dirs = list(dict.fromkeys(posixpath.dirname(a.path) for a, _ in pairs))
     command = _ld_path_without(snap, dirs)
     return finding(
-        "cuda-library-shadowed", W if older else I, Category.LIBRARY_VERSION_CONFLICT,
+        "cuda-library-shadowed", W if older else INFO, Category.LIBRARY_VERSION_CONFLICT,
         f"LD_LIBRARY_PATH puts {'older' if older else 'other'} CUDA libraries in front of {_label(build)}'s own: "
         + ", ".join(posixpath.basename(a.path) for a, _ in pairs),
         why=f"The loader searches LD_LIBRARY_PATH before the RUNPATH through which {build.name} finds the CUDA "

@@ -194,14 +194,10 @@ def _names(keys: Sequence[str]) -> str:
 
 
 def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]],
-           snapshot: Optional[Snapshot], checks: Optional[Sequence[Check]] = None) -> List[Cause]:
+           snapshot: Optional[Snapshot], checks: Sequence[Check]) -> List[Cause]:
     """The verdict on each category, most likely first. ``findings`` None: the machine was not
     checked. Only warnings and errors of the other checks show a cause. ``checks``: those that
-    ran (default: every registered check)."""
-    if checks is None:
-        from cudadoctor.checks.registry import CHECKS
-
-        checks = CHECKS
+    ran (a cause no check that ran can see is never ruled out)."""
     layers = {c.layer for c in checks if c.codes and not CODES & set(c.codes)}
     return [_cause(c, findings, snapshot, layers) for c in categories]
 

@@ -341,7 +341,7 @@ def check_smoke_frameworks(snap: Snapshot, matrix: Any) -> List[Finding]:
 def _hardware_commands(gpu: Optional[int]) -> List[str]:
     at = f" -i {gpu}" if gpu is not None else ""
     return [f"nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT{at}", "sudo dmesg | grep -E 'NVRM|Xid'",
-            f"cudadoctor smoke --tier standard" + (f" --gpu {gpu}" if gpu is not None else "")]
+            "cudadoctor smoke --tier standard" + (f" --gpu {gpu}" if gpu is not None else "")]
 
 
 def check_smoke_hardware(snap: Snapshot, matrix: Any) -> List[Finding]:

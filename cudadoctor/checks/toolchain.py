@@ -17,7 +17,7 @@ from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Severity, Snapshot, Toolkit
 from cudadoctor.checks.base import Check, cuda_builds, finding, ref
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 HOME_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
 # Variables only a CUDA build reads: their presence says this environment compiles CUDA code.
@@ -84,7 +84,7 @@ def check_cuda_home_exists(snap: Snapshot, matrix: Any) -> List[Finding]:
         command = f"export {names[0]}={other.root}" if other else f"unset {names[0]}"
         used = tk.active or names[0] in ("CUDA_HOME", "CUDA_PATH")
         out.append(finding(
-            "cuda-home-not-found", W if used else I, Category.OTHER,
+            "cuda-home-not-found", W if used else INFO, Category.OTHER,
             f"{names[0]}={tk.root} names a folder that does not exist",
             why=f"{', '.join(names)} point{'s' if len(names) == 1 else ''} to {tk.root}, which does not exist. "
                 "torch.utils.cpp_extension takes CUDA_HOME (then CUDA_PATH) as the toolkit without checking it, "
@@ -150,7 +150,7 @@ def check_nvcc_torch(snap: Snapshot, matrix: Any) -> List[Finding]:
                f"/usr/local/cuda-{torch.cuda}) and point CUDA_HOME at it; torch itself needs nothing.")
         commands = [f"export CUDA_HOME=/usr/local/cuda-{torch.cuda}    # after installing CUDA {torch.cuda}"]
     return [finding(
-        "nvcc-torch-mismatch", W if major_differs else I, Category.NVCC_FRAMEWORK_MISMATCH,
+        "nvcc-torch-mismatch", W if major_differs else INFO, Category.NVCC_FRAMEWORK_MISMATCH,
         f"CUDA extensions would build with CUDA {_mm(tk.version)}, but torch {torch.version} is CUDA {torch.cuda}",
         why=f"The toolkit an extension build uses is {_root(tk)} (CUDA {tk.version}, found via "
             f"{', '.join(tk.found_via) or 'its default location'}). torch.utils.cpp_extension compares its nvcc "

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from cudadoctor.version import __version__
-from cudadoctor.data.location import data_info
+from cudadoctor.data.source import data_info
 
 
 def line() -> str:

@@ -42,13 +42,9 @@ class LazyGroup(click.Group):
 
 
 def _data_option(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
-    from cudadoctor.data.store import set_data_option
-    from cudadoctor.data.location import data_info
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import DataSource, use
 
-    set_data_option(value)
-    data_info.cache_clear()
-    default_matrix.cache_clear()
+    use(DataSource(value))
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:

@@ -18,7 +18,8 @@ def data() -> None:
 
 
 def _matrix(path: Optional[str] = None) -> Any:
-    from cudadoctor.matrix import DataError, Matrix, default_matrix
+    from cudadoctor.matrix import DataError, Matrix
+    from cudadoctor.data.source import default_matrix
 
     try:
         return Matrix(path) if path else default_matrix()

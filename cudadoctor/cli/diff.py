@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import click
 
 from cudadoctor.reports.diff import Side, compare
 from cudadoctor.errors import CudadoctorError, ExitCode
-from cudadoctor.model import Finding
 from cudadoctor.render import diff as render
 from cudadoctor.model.serialize import ENVELOPE_FORMAT
 from cudadoctor.cli.diagnose import _read_json
@@ -62,7 +61,9 @@ def load_side(path: str, rediagnose: bool = False) -> Side:
     """One side of the comparison from a file: its snapshot, and its findings when it carries them
     (else today's). One-line usage errors for anything that is not a snapshot or report."""
     from cudadoctor.api import diagnose, make_report
-    from cudadoctor.model.serialize import SnapshotError, from_jsonable, snapshot_from_dict
+    from cudadoctor.model.reader import report_parts
+    from cudadoctor.reports.build import with_versions
+    from cudadoctor.model.serialize import SnapshotError
 
     data = _read_json(path)  # JSON, or the Markdown of `cudadoctor report` (its JSON block)
     if not isinstance(data, dict):
@@ -75,18 +76,15 @@ def load_side(path: str, rediagnose: bool = False) -> Side:
     if not isinstance(facts, dict) or not set(facts) - {"schema_version"}:
         raise CudadoctorError(f"{path}: not a cudadoctor snapshot or report (no snapshot facts in it)")
     try:
-        snapshot = snapshot_from_dict(data)
-        recorded = data.get("findings") if envelope and not rediagnose else None
-        findings = None if recorded is None else tuple(
-            from_jsonable(Finding, f, f"findings[{i}]") for i, f in enumerate(_list(recorded)))
+        snapshot, findings, versions = report_parts(data, keep_findings=envelope and not rediagnose)
     except SnapshotError as exc:
         raise CudadoctorError(f"{path}: not a cudadoctor snapshot or report: {exc}") from None
     if findings is None:
         why = "--rediagnose" if rediagnose else "the file has no findings"
         return Side(path, make_report(snapshot, diagnose(snapshot)), diagnosed_now=why)
     report = make_report(snapshot, findings)
-    if isinstance(data.get("data_version"), str) and isinstance(data.get("tool_version"), str):
-        report = dataclasses.replace(report, tool_version=data["tool_version"], data_version=data["data_version"])
+    if len(versions) == 2:  # both the tool and the data version of the file
+        report = with_versions(report, versions)
     return Side(path, report)
 
 
@@ -98,14 +96,6 @@ def redacted(side: Side) -> Side:
 
     report, summary = redact(side.report)
     return dataclasses.replace(side, report=report, redacted=summary.describe() if summary.total else "")
-
-
-def _list(value: Any) -> List[Any]:
-    from cudadoctor.model.serialize import SnapshotError
-
-    if not isinstance(value, list):
-        raise SnapshotError("findings: expected a list")
-    return value
 
 
 def _kind(value: Any) -> str:

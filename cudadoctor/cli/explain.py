@@ -36,7 +36,7 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
             verbose: bool) -> int:
     """Explain an error message (quote it, or '-' to read it from stdin): its possible causes, most
     likely first, and which of them holds on this machine."""
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     message = _message(text)
     sources = [name for name, given in (("--no-check", no_check), ("--facts", facts_file),

@@ -44,7 +44,7 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
             as_json: bool, machine: Optional[str]) -> int:
     """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu: the exact pins, the
     index or channel, and why; for this machine or a described one."""
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
     from cudadoctor.planner.install import plan_install
     from cudadoctor.render.install import print_json, print_text
 

@@ -6,12 +6,11 @@ import dataclasses
 import os
 import re
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import click
 
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.model import Snapshot
 from cudadoctor.reports.build import default_suites as default_suites  # re-exported: the command's choice
 from cudadoctor.cli.output import emit, exit_code, format_options
 

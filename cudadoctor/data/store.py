@@ -1,4 +1,4 @@
-"""Installed data bundles in the user data directory, and which compatibility data is used.
+"""Installed data bundles in the user data directory, and which compatibility data to use.
 
 Layout of :func:`user_data_dir`::
 
@@ -35,7 +35,6 @@ STAGING_PREFIX = ".staging-"
 _VERSION_RE = re.compile(r"^\d{4}\.\d{1,2}\.\d+$")
 
 # Set by the top-level ``--data DIR`` option; wins over everything else.
-_option_dir: Optional[str] = None
 
 
 class StoreError(Exception):
@@ -338,12 +337,6 @@ def rollback() -> str:
 # ------------------------------------------------------------------------------- which data
 
 
-def set_data_option(directory: Optional[str]) -> None:
-    """The top-level ``--data DIR`` option."""
-    global _option_dir
-    _option_dir = os.path.abspath(directory) if directory else None
-
-
 def _manifest_version(directory: str) -> str:
     try:
         with open(os.path.join(directory, "manifest.json"), encoding="utf-8") as fh:
@@ -354,13 +347,14 @@ def _manifest_version(directory: str) -> str:
     return version if isinstance(version, str) else "unknown"
 
 
-def choose_data_dir() -> DataChoice:
-    """Which compat_data folder to use: ``--data DIR``, else ``$CUDADOCTOR_DATA_DIR``, else the
+def choose_data_dir(option_dir: Optional[str] = None) -> DataChoice:
+    """Which compat_data folder to use: ``option_dir`` (``--data DIR``), else ``$CUDADOCTOR_DATA_DIR``, else the
     newer of the shipped data and a usable installed bundle (the shipped data on a tie). An
     installed bundle that cannot be used is skipped with a one-line warning. Raises
     :class:`DataError` when there is no data at all."""
-    if _option_dir:
-        return DataChoice(_option_dir, _manifest_version(_option_dir), "option", None)
+    if option_dir:
+        option_dir = os.path.abspath(option_dir)
+        return DataChoice(option_dir, _manifest_version(option_dir), "option", None)
     env = os.environ.get(ENV_DATA_DIR)
     if env:
         env = os.path.abspath(env)

@@ -13,10 +13,9 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from cudadoctor.reports.diff import IMPORTANCE, Side, compare, phrase
 from cudadoctor.reports.diff_fields import Difference
-from cudadoctor.model import Finding, Report
-from cudadoctor.fleet.fingerprint import KEY_LIBRARIES, SECTION, changes, phrase as fingerprint_phrase
+from cudadoctor.model import Report
+from cudadoctor.fleet.fingerprint import KEY_LIBRARIES, SECTION, Change, changes, phrase as fingerprint_phrase
 from cudadoctor.fleet.record import NodeRecord
-from cudadoctor.fleet.summary import Change
 
 FINGERPRINT_SECTIONS = frozenset(s for s in SECTION.values() if s is not None)
 KEY_LIBRARY_NAMES = frozenset(name for name, _ in KEY_LIBRARIES)
@@ -26,22 +25,19 @@ NOT_COUNTED = frozenset({"findings"})  # shown across the fleet in their own sec
 def load_report(path: str) -> Union[Report, str]:
     """The full Report of one file, or why it cannot be loaded (e.g. a field this version does
     not know: the compact record read it, the strict loader does not)."""
-    from cudadoctor.api import make_report
-    from cudadoctor.model.serialize import SnapshotError, from_jsonable, snapshot_from_dict
     from cudadoctor.fleet.read import parse_file
+    from cudadoctor.model.reader import report_parts
+    from cudadoctor.model.serialize import SnapshotError
+    from cudadoctor.reports.build import make_report, with_versions
 
     data, reason = parse_file(path)
     if reason is not None or not isinstance(data, dict):
         return reason or "not a report"
     try:
-        snapshot = snapshot_from_dict(data)
-        recorded = data.get("findings")
-        findings = tuple(from_jsonable(Finding, f, f"findings[{i}]") for i, f in enumerate(recorded or ()))
+        snapshot, findings, versions = report_parts(data)
     except (SnapshotError, TypeError, RecursionError) as exc:
         return str(exc)[:160]
-    report = make_report(snapshot, findings)
-    versions = {k: data[k] for k in ("tool_version", "data_version") if isinstance(data.get(k), str)}
-    return dataclasses.replace(report, **versions)
+    return with_versions(make_report(snapshot, findings or ()), versions)
 
 
 def describe_changes(base: Union[Report, str, None], base_record: NodeRecord,

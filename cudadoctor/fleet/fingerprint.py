@@ -9,6 +9,7 @@ dict (:mod:`cudadoctor.fleet.fields`), never from Snapshot dataclasses, for spee
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from cudadoctor.fleet.fields import items, obj, text
@@ -153,3 +154,16 @@ def phrase(component: str, a: str, b: str) -> str:
     """A fingerprint change in the words of :func:`cudadoctor.reports.diff.phrase`: ``data 2026.10.0 → 2026.11.0``."""
     label = {"cuda": "CUDA toolkits", "gpus": "GPUs"}.get(component, component)
     return f"{label} {a} → {b}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One way a configuration differs from the majority (a Difference of `cudadoctor diff`, or a
+    fingerprint component diff does not show)."""
+
+    section: str
+    key: str
+    a: Optional[str]  # the majority's value; None when absent there
+    b: Optional[str]  # this configuration's value
+    phrase: str  # "driver 570.124.06 → 550.54.15"
+    follows: bool = False  # its values contain an earlier change's (libcuda's version after the driver's)

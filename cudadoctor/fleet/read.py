@@ -8,7 +8,6 @@ paths; below it, starting them would cost more than it saves.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -16,6 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.fleet.record import NodeRecord, Result, Unreadable, extract
+from cudadoctor.model.reader import ReadError, decode, parse
 
 SUFFIXES = (".json", ".md")
 PARALLEL_MIN = 2000  # files: below this, one process is faster than starting workers
@@ -85,28 +85,13 @@ def parse_file(path: str) -> Tuple[Any, Optional[str]]:
     if not raw.strip():
         return None, "empty file"
     try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark is not an error
-    except UnicodeDecodeError:
-        return None, "not a UTF-8 text file"
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError as exc:
-        data = _markdown_json(text)
-        if data is None:
-            return None, f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        return data, None
-    except (RecursionError, ValueError) as exc:  # nested too deeply, an integer too long
-        return None, f"not usable JSON ({type(exc).__name__})"
-
-
-def _markdown_json(text: str) -> Optional[object]:
-    """The JSON block of a Markdown report of `cudadoctor report`, parsed; None when there is none."""
-    if "```json" not in text:
-        return None
-    from cudadoctor.render.report_markdown import extract_json
-
-    block = extract_json(text)
-    return json.loads(block) if block is not None else None
+        return parse(decode(raw)), None
+    except ReadError as exc:
+        if exc.kind == "encoding":
+            return None, "not a UTF-8 text file"
+        if exc.kind == "json":
+            return None, f"not JSON ({exc.detail})"
+        return None, f"not usable JSON ({exc.detail})"
 
 
 Packed = Tuple[Any, ...]

@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 from cudadoctor.version import __version__
 from cudadoctor.render.text import BOLD, DIM, RED, YELLOW, Style
 from cudadoctor.fleet.fingerprint import describe
-from cudadoctor.fleet.summary import SIGNAL_ORDER, Change, Configuration, FleetSummary, Outlier
+from cudadoctor.fleet.fingerprint import Change
+from cudadoctor.fleet.summary import SIGNAL_ORDER, Configuration, FleetSummary, Outlier
 
 FORMAT = "cudadoctor.fleet"
 FORMAT_VERSION = 1

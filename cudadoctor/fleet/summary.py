@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from cudadoctor.fleet.fingerprint import Fingerprint
+from cudadoctor.fleet.fingerprint import Change, Fingerprint
 from cudadoctor.fleet.record import NodeRecord, Result, Unreadable
 
 MAX_COMPARED = 50  # configurations compared with the majority; the others are counted
@@ -22,19 +22,6 @@ OUTLIER = 0.8  # of the fleet's median for the same metric and GPU model
 MIN_SAMPLES = 3  # a median of fewer figures says nothing about the fleet
 RANK = {"crashed": 0, "error": 0, "warning": 1, "info": 2, "ok": 3}  # crashed checks count as errors
 SIGNAL_ORDER = {"memory": 0, "smoke": 1, "pcie": 2, "clocks": 3}
-
-
-@dataclass(frozen=True)
-class Change:
-    """One way a configuration differs from the majority (a Difference of `cudadoctor diff`, or a
-    fingerprint component diff does not show)."""
-
-    section: str
-    key: str
-    a: Optional[str]  # the majority's value; None when absent there
-    b: Optional[str]  # this configuration's value
-    phrase: str  # "driver 570.124.06 → 550.54.15"
-    follows: bool = False  # its values contain an earlier change's (libcuda's version after the driver's)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple, cast
 
 from cudadoctor.matrix.load import DataError, Manifest, read_manifest, read_table
@@ -24,11 +23,15 @@ if TYPE_CHECKING:
     from cudadoctor.matrix.signatures import SignatureData
     from cudadoctor.matrix.toolchain import ToolchainData
 
-__all__ = ["DataError", "Matrix", "default_matrix"]
+__all__ = ["DataError", "Matrix"]
 
 # Each concern is a module of this package with TABLES (the files it reads), build(docs) -> its
 # typed rows and queries, and invariants(data, matrix) -> problems. Imported when first used.
 CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures")
+
+# The concerns whose invariants have a module of their own (only `cudadoctor data validate` and the
+# tests need them); the others define ``invariants`` beside their rows.
+INVARIANTS: Dict[str, str] = {name: f"_{name}_invariants" for name in ("gpus", "toolchain", "signatures")}
 
 
 def _module(name: str) -> Any:
@@ -123,7 +126,8 @@ class Matrix:
             return problems
         for name, module in modules.items():
             try:
-                problems.extend(module.invariants(self.concern(name), self))
+                checker = _module(INVARIANTS[name]) if name in INVARIANTS else module
+                problems.extend(checker.invariants(self.concern(name), self))
             except DataError as exc:
                 problems.extend(f"{exc.file}: {p}" for p in exc.problems)
         return problems
@@ -136,26 +140,3 @@ class Matrix:
             weak = sum(1 for r in records if r.get("confidence") in ("secondary", "unverified"))
             out.append((name, len(records), weak))
         return out
-
-
-@lru_cache(maxsize=None)
-def default_matrix() -> Matrix:
-    """The data in use: ``--data DIR`` / ``$CUDADOCTOR_DATA_DIR``, else the newer of the data
-    shipped with cudadoctor and a valid installed bundle (see :mod:`cudadoctor.data.store`).
-    An installed bundle that cannot be used is skipped with a one-line warning on stderr.
-
-    Its schemas are not re-checked on every run: the shipped files are checked by the test
-    suite before a release (tests/test_matrix.py) and by `cudadoctor data validate`, an
-    installed bundle in full when it was installed, and checking all tables would cost a
-    diagnosis more time than everything else it does. A broken file still fails with a
-    DataError when its rows are built."""
-    import sys
-
-    from cudadoctor.data.store import choose_data_dir
-
-    choice = choose_data_dir()
-    if choice.warning:
-        sys.stderr.write(f"cudadoctor: warning: {choice.warning}\n")
-    matrix = Matrix(choice.directory, check_schemas=False)
-    matrix.origin = choice.origin
-    return matrix

@@ -16,7 +16,10 @@ ARCHS = "architectures.json"
 
 
 def invariants(data: GpuData, matrix: Any) -> List[str]:
-    """Every broken invariant of the GPU tables (see :func:`.gpus.invariants`)."""
+    """Sorted, unique records; every GPU's compute capability inside its architecture; PCI ids
+    that resolve to one GPU (or to several told apart by subsystem id, with one compute
+    capability); names that never point at two compute capabilities; architectures in order with
+    increasing capabilities and a driver window of known branches."""
     return _architecture_problems(data, matrix) + _gpu_problems(data)
 
 

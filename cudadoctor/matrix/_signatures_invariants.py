@@ -16,7 +16,9 @@ from cudadoctor.matrix.signatures import FILE, SCHEMA, Signature, SignatureData
 
 
 def invariants(data: SignatureData, matrix: Any) -> List[str]:
-    """Every broken invariant of the signatures (see :func:`.signatures.invariants`)."""
+    """Sorted unique ids; safe patterns with keywords; every example matched by its own pattern,
+    first, or after the signature its record names; https seen_in; the schema's category list
+    equal to cudadoctor.model.Category."""
     problems: List[str] = []
     ids = [s.id for s in data.signatures]
     if ids != sorted(ids):

@@ -18,7 +18,9 @@ CUDNN = "cudnn.json"
 
 
 def invariants(data: ToolchainData, matrix: Any) -> List[str]:
-    """Every broken invariant of the toolchain tables (see :func:`.toolchain.invariants`)."""
+    """Sorted unique keys; first <= deprecated <= last; every CUDA version named is a toolkit the
+    CUDA tables list (by major.minor; an architecture's first toolkit may predate them); GCC
+    limits never go down; cuDNN builds reference CUDA majors the CUDA tables know."""
     toolkits = {mm(t.cuda) for t in matrix.cuda.toolkits}
     oldest = min(toolkits) if toolkits else ()
     floors = {f.cuda_major for f in matrix.cuda.floors}

@@ -409,16 +409,6 @@ def _add(index: Dict[str, List[GpuModel]], key: str, model: GpuModel) -> None:
 # ---------------------------------------------------------------------- invariants
 
 
-def invariants(data: GpuData, matrix: Any) -> List[str]:
-    """Sorted, unique records; every GPU's compute capability inside its architecture; PCI ids
-    that resolve to one GPU (or to several told apart by subsystem id, with one compute
-    capability); names that never point at two compute capabilities; architectures in order with
-    increasing capabilities and a driver window of known branches."""
-    from cudadoctor.matrix import _gpus_invariants  # only `cudadoctor data validate` and the tests need it
-
-    return _gpus_invariants.invariants(data, matrix)
-
-
 def segments_covered(models: Sequence[GpuModel]) -> Dict[str, int]:
     """How many records each segment has (for coverage reports)."""
     counts = {s: 0 for s in SEGMENTS}

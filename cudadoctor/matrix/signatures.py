@@ -226,12 +226,3 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> SignatureData:
             example_first_match=r.get("example_first_match"), note=r.get("note"),
         ))
     return SignatureData(tuple(rows))
-
-
-def invariants(data: SignatureData, matrix: Any) -> List[str]:
-    """Sorted unique ids; safe patterns with keywords; every example matched by its own pattern,
-    first, or after the signature its record names; https seen_in; the schema's category list
-    equal to cudadoctor.model.Category."""
-    from cudadoctor.matrix import _signatures_invariants  # only `cudadoctor data validate` and the tests need it
-
-    return _signatures_invariants.invariants(data, matrix)

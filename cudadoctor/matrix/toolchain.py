@@ -354,12 +354,3 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> ToolchainData:
 
 
 # ---------------------------------------------------------------------------- invariants
-
-
-def invariants(data: ToolchainData, matrix: Any) -> List[str]:
-    """Sorted unique keys; first <= deprecated <= last; every CUDA version named is a toolkit the
-    CUDA tables list (by major.minor; an architecture's first toolkit may predate them); GCC
-    limits never go down; cuDNN builds reference CUDA majors the CUDA tables know."""
-    from cudadoctor.matrix import _toolchain_invariants  # only `cudadoctor data validate` and the tests need it
-
-    return _toolchain_invariants.invariants(data, matrix)

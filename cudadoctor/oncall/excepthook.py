@@ -105,7 +105,7 @@ def _after(hook: _SysHook, exc: Optional[BaseException]) -> None:
 def diagnosis(exc: BaseException, *, check: bool = True) -> Optional[str]:
     """The headline and explanation of ``exc`` when a known signature is in it, else None."""
     from cudadoctor.oncall.explanation import explain_message, message_of
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     message = message_of(exc)
     matrix = default_matrix()

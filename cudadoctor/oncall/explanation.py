@@ -162,7 +162,7 @@ def message_of(error: Union[str, BaseException]) -> str:
 def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Any = None) -> Checked:
     """Run every check on ``snapshot`` with the message as its ``error_message``."""
     from cudadoctor.checks import run_checks
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     snapshot = replace(snapshot, error_message=message)
     return Checked(kind, what, snapshot, tuple(run_checks(snapshot, matrix or default_matrix())))
@@ -170,14 +170,15 @@ def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Any = 
 
 def explain_message(message: str, checked: Optional[Checked] = None, matrix: Any = None) -> Explanation:
     """The explanation of ``message``; its causes judged on ``checked`` when given."""
+    from cudadoctor.checks import CHECKS
     from cudadoctor.checks.signature import causes
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     matrix = matrix or default_matrix()
     found = []
     for m in matrix.signatures.match(message):
         judged = causes(m.signature.categories, checked.findings if checked else None,
-                        checked.snapshot if checked else None)
+                        checked.snapshot if checked else None, CHECKS)
         found.append(ExplainedMatch(m, tuple(judged)))
     return Explanation(message, tuple(found), checked, matrix.data_version, len(matrix.signatures.signatures))
 

@@ -11,7 +11,10 @@ import sys
 from typing import Any, List, Optional, Sequence, Set, Tuple
 
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.oncall.run import Options
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudadoctor.oncall.run import Options
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")  # colours and cursor moves would split a message
 CONTEXT_LINES = 3  # kept either side of a match: the signatures' multi-line messages fit
@@ -49,7 +52,7 @@ def diagnose(options: Options, status: int, captured: bytes) -> None:
 
 
 def _matches(text: str) -> List[Any]:
-    from cudadoctor.matrix import default_matrix
+    from cudadoctor.data.source import default_matrix
 
     return list(default_matrix().signatures.match(text))
 

@@ -11,21 +11,15 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from cudadoctor.version import __version__
 from cudadoctor.host import DEFAULT_TIMEOUT_S, Host
 from cudadoctor.model import ErrorKind, ProbeError, Snapshot
-from cudadoctor.probes.context import Context
+from cudadoctor.probes.context import Context, ProbeOutput, command_kind
 
-
-@dataclass
-class ProbeOutput:
-    """What one probe found: Snapshot fields to set, and the facts it could not read."""
-
-    values: Dict[str, Any] = field(default_factory=dict)
-    errors: List[ProbeError] = field(default_factory=list)
+__all__ = ["Context", "ProbeOutput", "collect", "command_kind", "probe_names"]
 
 
 ProbeFn = Callable[[Context], ProbeOutput]
@@ -92,17 +86,6 @@ def collect(
 
     # Copies: a probe that overran may still finish, and write, while the Snapshot is built.
     return assemble(names, dict(results), dict(durations), probe_deadline(timeout))
-
-
-def command_kind(error: Optional[str]) -> ErrorKind:
-    """The ProbeError kind for a failed command's ``CommandResult.error`` (or
-    ``InterpreterError.kind``); a plain non-zero exit is an ``error``."""
-    return {
-        "not_found": ErrorKind.NOT_INSTALLED,
-        "timeout": ErrorKind.TIMEOUT,
-        "permission": ErrorKind.PERMISSION,
-        "bad_output": ErrorKind.BAD_OUTPUT,
-    }.get(error or "", ErrorKind.ERROR)
 
 
 def probe_deadline(timeout: float) -> float:

@@ -6,7 +6,7 @@ from typing import List
 
 from cudadoctor.model import Compiler, ErrorKind, ProbeError
 from cudadoctor.model.parsers import parse_compiler_version
-from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context
 
 COMPILERS = ("gcc", "g++", "clang", "clang++")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from cudadoctor.host import CommandResult, Host, InterpreterError, InterpreterFacts, try_list_dir
+from cudadoctor.model import ErrorKind, ProbeError
 from cudadoctor.model.parsers import parse_dist_info_dirname
 
 T = TypeVar("T")
@@ -176,3 +177,22 @@ def _first_by_name(dists: List[Distribution]) -> Dict[str, Distribution]:
     for dist in dists:
         out.setdefault(dist.name, dist)
     return out
+
+
+@dataclass
+class ProbeOutput:
+    """What one probe found: Snapshot fields to set, and the facts it could not read."""
+
+    values: Dict[str, Any] = field(default_factory=dict)
+    errors: List[ProbeError] = field(default_factory=list)
+
+
+def command_kind(error: Optional[str]) -> ErrorKind:
+    """The ProbeError kind for a failed command's ``CommandResult.error`` (or
+    ``InterpreterError.kind``); a plain non-zero exit is an ``error``."""
+    return {
+        "not_found": ErrorKind.NOT_INSTALLED,
+        "timeout": ErrorKind.TIMEOUT,
+        "permission": ErrorKind.PERMISSION,
+        "bad_output": ErrorKind.BAD_OUTPUT,
+    }.get(error or "", ErrorKind.ERROR)

@@ -12,7 +12,6 @@ from cudadoctor.host import read_text, try_read_text
 from cudadoctor.model import DriverInfo, ErrorKind, Gpu, ProbeError
 from cudadoctor.host.nvml import (
     DRIVER_NOT_LOADED,
-    LIB_RM_VERSION_MISMATCH,
     LIBRARY_NOT_FOUND,
     NO_PERMISSION,
     NOT_SUPPORTED,
@@ -26,7 +25,7 @@ from cudadoctor.model.parsers import (
     parse_nvidia_smi_csv,
     parse_proc_driver_version,
 )
-from cudadoctor.probes import ProbeOutput
+from cudadoctor.probes.context import ProbeOutput
 from cudadoctor.probes.context import Context
 
 # NVML error -> how a probe error is classified.

@@ -17,7 +17,7 @@ from cudadoctor.model.parsers import (
     parse_python_assignments,
     parse_tf_build_info,
 )
-from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context, Distribution
 
 JULIA_PACKAGES = ("CUDA", "cuDNN", "Zygote", "CUDA_Runtime_jll", "CUDA_Driver_jll", "Flux", "Lux")

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 from cudadoctor.host import try_read_text
 from cudadoctor.model import ErrorKind, Library, LibraryCopy, ProbeError
 from cudadoctor.model.parsers import parse_cudnn_header, parse_ldconfig, version_from_soname
-from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context
 
 # The library families a CUDA stack loads. cuDNN 9 splits into sub-libraries (graph, ops, cnn,

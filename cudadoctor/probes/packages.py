@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 from cudadoctor.host import try_read_text
 from cudadoctor.model import ErrorKind, Package, ProbeError, PythonEnv
 from cudadoctor.model.parsers import normalize_name, parse_conda_meta
-from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context
 
 

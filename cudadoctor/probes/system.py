@@ -15,7 +15,7 @@ from cudadoctor.model.parsers import (
     parse_os_release,
     parse_secure_boot_efivar,
 )
-from cudadoctor.probes import ProbeOutput
+from cudadoctor.probes.context import ProbeOutput
 from cudadoctor.probes.context import Context
 
 _OS = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}

@@ -15,7 +15,7 @@ from cudadoctor.model.parsers import (
     parse_dist_info_dirname,
     parse_nvcc_version,
 )
-from cudadoctor.probes import ProbeOutput, command_kind
+from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context
 
 ENV_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")

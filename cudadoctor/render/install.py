@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import click
 
 from cudadoctor.version import __version__
-from cudadoctor.data.location import data_version
+from cudadoctor.data.source import data_version
 from cudadoctor.planner.torch import Reason
 from cudadoctor.planner.install import InstallResult, PackageResult
 from cudadoctor.planner.managers import steps_dict

@@ -18,7 +18,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from cudadoctor.model import Report, Severity, Snapshot
 from cudadoctor.render.findings import MARK, problems, verdict
+from cudadoctor.model.reader import extract_json
 from cudadoctor.model.serialize import to_jsonable
+
+__all__ = ["extract_json", "report_markdown"]
 from cudadoctor.render.jsonout import envelope
 from cudadoctor.render.markdown import _escape, _finding
 from cudadoctor.render.text import data_label, framework_line, sections
@@ -188,17 +191,3 @@ def _fenced(lines: Sequence[str], info: str) -> List[str]:
     return [fence + info, *lines, fence]
 
 
-FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*json[ \t]*\r?\n(.*?)^\1[ \t]*\r?$", re.MULTILINE | re.DOTALL)
-
-
-def extract_json(markdown: str) -> Optional[str]:
-    """The text of the last ```json block of a Markdown report that parses as a JSON object, or
-    None: what a maintainer feeds to ``cudadoctor diagnose``."""
-    for match in reversed(list(FENCE.finditer(markdown))):
-        try:
-            value = json.loads(match.group(2))
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return str(match.group(2))
-    return None

@@ -9,12 +9,32 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.model import Report, Snapshot
+from cudadoctor.model import Finding, Report, Snapshot
+from cudadoctor.version import __version__
 
 REPORT_FORMATS = ("markdown", "text", "json")
+
+
+def make_report(snapshot: Snapshot, findings: Optional[Sequence[Finding]] = None) -> Report:
+    """A report; ``findings=None`` means the checks did not run (probe facts only)."""
+    from cudadoctor.data.source import data_info
+
+    info = data_info()
+    return Report(snapshot=snapshot, tool_version=__version__, data_version=info.data_version if info else "unknown",
+                  data_origin=info.origin if info else None,
+                  findings=tuple(findings or ()), checked=findings is not None)
+
+
+def with_versions(report: Report, versions: Mapping[str, str]) -> Report:
+    """``report`` with the tool and data versions a saved file recorded (those it has)."""
+    if "tool_version" in versions:
+        report = dataclasses.replace(report, tool_version=versions["tool_version"])
+    if "data_version" in versions:
+        report = dataclasses.replace(report, data_version=versions["data_version"])
+    return report
 
 
 def has_gpu(snapshot: Snapshot) -> bool:
