@@ -316,8 +316,12 @@ class Runner:
     # --- steps
 
     def _timeout_for(self, index: int, steps: Sequence[Step]) -> float:
+        """The step's limit, less what the later steps need at least; never less than its own
+        minimum while the budget still holds that (earlier steps come first)."""
+        left = self.deadline - time.monotonic()
         reserved = sum(s.min_s for s in steps[index + 1:])
-        return min(steps[index].timeout_s, self.deadline - time.monotonic() - reserved)
+        step = steps[index]
+        return min(step.timeout_s, max(left - reserved, min(step.min_s, left)))
 
     def run_all(self, steps: Sequence[Step]) -> List[StepResult]:
         for index, step in enumerate(steps):
