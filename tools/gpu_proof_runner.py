@@ -293,6 +293,7 @@ class Runner:
         self.manifest_extra = manifest_extra
         self.facts: Dict[str, Any] = {}
         self.results: List[StepResult] = []
+        self.steps: List[Step] = []
         self.interrupted: Optional[str] = None
 
     # --- signals
@@ -324,21 +325,32 @@ class Runner:
         return min(step.timeout_s, max(left - reserved, min(step.min_s, left)))
 
     def run_all(self, steps: Sequence[Step]) -> List[StepResult]:
+        self.steps = list(steps)
         for index, step in enumerate(steps):
-            if self.interrupted:
-                self._record(step, Outcome(SKIP, f"not run: the kit was stopped by {self.interrupted}"), 0.0, 0.0, [])
-                continue
-            timeout = self._timeout_for(index, steps)
-            if timeout < step.min_s:
-                self._record(step, Outcome(SKIP, f"not run: {max(timeout, 0):.0f} s of the kit's budget left for it, "
-                                                 f"it needs {step.min_s:.0f} s"), 0.0, timeout, [])
-                continue
             try:
+                if self.interrupted:
+                    break
+                timeout = self._timeout_for(index, steps)
+                if timeout < step.min_s:
+                    self._record(step, Outcome(SKIP, f"not run: {max(timeout, 0):.0f} s of the kit's budget left for it, "
+                                                     f"it needs {step.min_s:.0f} s"), 0.0, timeout, [])
+                    continue
                 self.run_step(step, timeout)
-            except Interrupted as exc:
-                self.interrupted = str(exc)
-            self.write_summary()
+                self.write_summary()
+            except Interrupted:
+                pass  # the handler noted it; the rest are listed as not run
+        self.list_the_rest()
         return self.results
+
+    def list_the_rest(self) -> None:
+        """Every step has a line, also those a stop or a failure of the kit kept from running."""
+        done = {r.name for r in self.results}
+        why = f"the kit was stopped by {self.interrupted}" if self.interrupted else "the kit stopped before it"
+        for step in self.steps:
+            if step.name not in done:
+                self._record(step, Outcome(SKIP, f"not run: {why}"), 0.0, 0.0, [])
+        order = {s.name: i for i, s in enumerate(self.steps)}
+        self.results.sort(key=lambda r: order.get(r.name, len(order)))
 
     def run_step(self, step: Step, timeout: float) -> StepResult:
         folder = os.path.join(self.work_dir, "steps", step.name)
@@ -347,7 +359,7 @@ class Runner:
         start = time.monotonic()
         try:
             outcome = step.func(ctx)
-            if ctx.timed_out and outcome.status != SKIP:
+            if ctx.timed_out:  # whatever the step made of it, a killed command is the headline
                 late = [c.label for c in ctx.commands if c.timed_out]
                 outcome = Outcome(TIMEOUT, f"{', '.join(late)} ran past its limit and was killed; {outcome.note}".rstrip("; "),
                                   outcome.figures)
@@ -402,6 +414,7 @@ class Runner:
     def finish(self) -> int:
         """Write manifest, summary and archive; the kit's exit code."""
         self.ignore_signals()
+        self.list_the_rest()
         size = write_archive(self.out_dir, self.work_dir, self.manifest)
         self.write_summary([f"archive {ARCHIVE_NAME}: {size / (1 << 20):.2f} MiB (limit {ARCHIVE_LIMIT >> 20} MiB)"])
         write_archive(self.out_dir, self.work_dir, self.manifest)  # again, with that last line in it

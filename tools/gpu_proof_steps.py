@@ -174,9 +174,9 @@ def nvidia_smi_q(ctx: StepContext) -> Outcome:
         if found:
             figures[label] = found.group(1).strip()
     if _smi_missing(query) or query.returncode != 0:
-        pci = int(ctx.facts.get("pci_gpus", 0))
-        why = "nvidia-smi not found" if _smi_missing(query) else tail(text + ctx.read(query, "stderr"), 2)
-        return Outcome(SKIP if pci == 0 else FAIL, f"{'no GPU: ' if pci == 0 else ''}{why}", figures)
+        why = "nvidia-smi not found" if _smi_missing(query) else \
+            tail(text + ctx.read(query, "stderr"), 2) or f"exit {query.returncode}"
+        return Outcome(SKIP if no_gpu(ctx) else FAIL, f"{'no GPU: ' if no_gpu(ctx) else ''}{why}", figures)
     return Outcome(PASS, "", figures)
 
 
