@@ -428,8 +428,8 @@ def summary_line(r: StepResult) -> str:
     parts = [f"{r.status:<7} {r.name} ({r.seconds:.1f} s)"]
     if figures:
         parts.append(figures)
-    if r.note:
-        parts.append(f"- {r.note}")
+    if r.note:  # the whole note is in manifest.json; the summary stays one readable line
+        parts.append(f"- {r.note if len(r.note) <= 240 else r.note[:239] + '…'}")
     return "  ".join(parts)
 
 
