@@ -187,6 +187,34 @@ def test_sigterm_stops_the_kit_and_still_writes_the_archive(tmp_path: Path) -> N
     assert (work / ARCHIVE_NAME).exists()
 
 
+ORPHANING = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, sys.argv[1])
+    from gpu_proof_runner import Outcome, Runner, Step, become_subreaper
+    LEAVES = ("import subprocess, sys; child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+              "start_new_session=True); open(sys.argv[1], 'w').write(str(child.pid))")
+    def leaves_an_orphan(ctx):
+        ctx.run("parent", [sys.executable, "-c", LEAVES, sys.argv[3]])
+        return Outcome("PASS")
+    runner = Runner(sys.argv[2], sys.argv[2], 30.0, lambda: ["header"], dict(os.environ), lambda: {})
+    runner.reap = become_subreaper()
+    runner.run_all([Step("orphans", leaves_an_orphan, 20, 1, "")])
+    sys.exit(runner.finish() if runner.reap else 77)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's")
+def test_what_a_finished_step_leaves_running_is_ended(tmp_path: Path) -> None:
+    """A smoke suite outliving a killed `cudadoctor smoke` would hold the GPU for the next steps."""
+    work, pid_file = tmp_path / "work", tmp_path / "orphan.pid"
+    work.mkdir()
+    done = subprocess.run([sys.executable, "-c", ORPHANING, str(REPO / "tools"), str(work), str(pid_file)], timeout=60)
+    assert done.returncode == 0
+    assert not _alive(int(pid_file.read_text()))
+    files = _members(work / ARCHIVE_NAME)
+    assert b"killed" in files["gpu-proof/steps/orphans/strays.txt"]
+
+
 def test_logs_are_cut_to_keep_the_archive_small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gpu_proof_runner
 

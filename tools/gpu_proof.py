@@ -142,7 +142,6 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse(argv)
     os.makedirs(args.out_dir, exist_ok=True)
-    become_subreaper()
     python = shutil.which(args.python) or args.python
     kit = locate(python, REPO)
     work = tempfile.mkdtemp(prefix="gpu-proof-", dir=args.out_dir if args.keep else None)
@@ -151,6 +150,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     lambda: {"started": started, "host": platform.node(), "python": kit.python, "mode": kit.mode,
                              "cudadoctor": kit.version, "cudadoctor_dir": kit.package_dir,
                              "machine_name": runner.facts.get("machine_name")})
+    runner.reap = become_subreaper()
     runner.install_signals()
     chosen = [s for s in steps(kit) if not args.only or s.name in args.only]
     try:

@@ -142,16 +142,16 @@ class Step:
 # --------------------------------------------------------------------------- processes
 
 
-def become_subreaper() -> None:
+def become_subreaper() -> bool:
     """Linux: orphans of our children (a smoke suite whose parent was killed) become our
-    children, so :func:`reap_strays` can still find and end them."""
+    children, so :func:`reap_strays` can still find and end them. True when that holds."""
     if not sys.platform.startswith("linux"):
-        return
+        return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        return int(libc.prctl(36, 1, 0, 0, 0)) == 0  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
-        pass
+        return False
 
 
 def _parents() -> Dict[int, int]:
@@ -219,9 +219,10 @@ def kill_tree(proc: "subprocess.Popen[bytes]") -> None:
         pass
 
 
-def reap_strays() -> List[int]:
-    """End and reap what a finished step left running under us (as subreaper we inherit it)."""
-    strays = descendants(os.getpid())
+def reap_strays(before: Sequence[int]) -> List[int]:
+    """End and reap what a finished step left running under us (as subreaper we inherit it);
+    processes that were there before the step (``before``) are not the step's."""
+    strays = [pid for pid in descendants(os.getpid()) if pid not in before]
     if strays:
         _signal_all(strays, signal.SIGKILL)
     for pid in strays:
@@ -295,6 +296,9 @@ class Runner:
         self.results: List[StepResult] = []
         self.steps: List[Step] = []
         self.interrupted: Optional[str] = None
+        # Only the kit's own process, a subreaper, ends what a step left behind: a runner inside
+        # another program (the tests) must not touch that program's other children.
+        self.reap = False
 
     # --- signals
 
@@ -356,6 +360,7 @@ class Runner:
         folder = os.path.join(self.work_dir, "steps", step.name)
         os.makedirs(folder, exist_ok=True)
         ctx = StepContext(step.name, folder, time.monotonic() + timeout, self.env, self.facts)
+        before = descendants(os.getpid()) if self.reap else []
         start = time.monotonic()
         try:
             outcome = step.func(ctx)
@@ -371,7 +376,7 @@ class Runner:
                 fh.write(traceback.format_exc())
             outcome = Outcome(FAIL, f"the kit's step raised {type(exc).__name__}: {exc}")
         finally:
-            strays = reap_strays()
+            strays = reap_strays(before) if self.reap else []
             if strays:
                 with open(os.path.join(folder, "strays.txt"), "w", encoding="utf-8") as fh:
                     fh.write(f"processes left running after the step, killed: {strays}\n")
