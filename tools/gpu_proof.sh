@@ -3,7 +3,7 @@
 # Writes OUT_DIR/gpu-proof.tar.gz and OUT_DIR/summary.txt (docs/gpu-proof.md). Runs from a source
 # checkout with the machine's python3 (no install, no network) or with cudadoctor installed.
 #
-# The kit keeps itself within its budget (400 s); `timeout` is the backstop for a kit that does
+# The kit keeps itself within its budget (390 s, counted from its start); `timeout` is the backstop for a kit that does
 # not: SIGTERM at 410 s (the kit then kills the running step and writes the archive), SIGKILL
 # 5 s later, so the whole command ends within 7 minutes.
 set -u
