@@ -343,3 +343,65 @@ def test_every_step_has_a_limit_and_the_kit_fits_seven_minutes() -> None:
     script = (REPO / "tools" / "gpu_proof.sh").read_text()
     assert "GPU_PROOF_LIMIT_S:-410}" in script and "--kill-after=5" in script
     assert gpu_proof.DEFAULT_BUDGET_S + 2 * 2 * 2 + 10 <= 410 and 410 + 5 <= 420
+
+
+# --------------------------------------------------------------------------- the GPU paths, on made-up results
+
+
+def _suite(name: str, status: str, *tests: Dict[str, Any], duration: float = 1.0) -> Dict[str, Any]:
+    return {"suite": name, "status": status, "reason": f"{name} {status}", "duration_s": duration, "tests": list(tests)}
+
+
+def _passed(name: str, message: str = "", **metrics: float) -> Dict[str, Any]:
+    return {"name": name, "status": "passed", "message": message, "metrics": metrics}
+
+
+def _report(*suites: Dict[str, Any]) -> Dict[str, Any]:
+    return {"snapshot": {"smoke": list(suites)}}
+
+
+QUICK_ON_A_GPU = _report(_suite("driver", "passed", _passed("d2d_bandwidth", bytes=268435456, reps=20, bandwidth_gbs=1700.0)),
+                         _suite("torch", "passed", _passed("bandwidth_d2d", gbs=1750.0), duration=5.0),
+                         _suite("julia", "skipped"))
+STRESS_ON_A_GPU = _report(_suite("torch", "passed", _passed(
+    "stress_gemm", "900 GEMMs 8192x8192 bf16 in 30.0 s (650.0 TFLOPS), each compared with the first result", tflops=650.0)))
+
+
+def _ctx(tmp_path: Path, gpus: int, **facts: Any) -> StepContext:
+    folder = tmp_path / "step"
+    folder.mkdir(exist_ok=True)
+    return StepContext("s", str(folder), time.monotonic() + 60, dict(os.environ), dict(facts, gpus=gpus))
+
+
+def test_smoke_results_on_a_gpu_give_their_status_and_figures(tmp_path: Path) -> None:
+    from gpu_proof_steps import _smoke_outcome
+
+    ctx = _ctx(tmp_path, gpus=1)
+    quick = _smoke_outcome(ctx, "quick", Command("smoke", [], 1, seconds=7.5), QUICK_ON_A_GPU["snapshot"]["smoke"])
+    assert (quick.status, quick.note) == (PASS, "2 suites passed in 7.5 s (target <= 10 s)")
+    assert quick.figures["driver_d2d_gbs"] == 1700.0 and quick.figures["torch_d2d_gbs"] == 1750.0
+    assert quick.figures["julia"] == "skipped:1.0s"
+    slow = _smoke_outcome(ctx, "quick", Command("smoke", [], 1, seconds=12.0), QUICK_ON_A_GPU["snapshot"]["smoke"])
+    assert slow.status == FAIL and "12.0 s > the 10 s target" in slow.note
+    stress = _smoke_outcome(ctx, "stress", Command("smoke", [], 1, seconds=80.0), STRESS_ON_A_GPU["snapshot"]["smoke"])
+    assert stress.status == PASS and stress.figures["torch_stress_tflops"] == 650.0
+    broken = _smoke_outcome(ctx, "quick", Command("smoke", [], 1, seconds=3.0), [_suite("driver", "crashed")])
+    assert (broken.status, broken.note) == (FAIL, "driver crashed: driver crashed")
+    nothing = _smoke_outcome(ctx, "quick", Command("smoke", [], 1, seconds=3.0), [_suite("driver", "skipped")])
+    assert nothing.status == FAIL and nothing.note.startswith("no suite ran")
+
+
+def test_the_side_by_side_step_measures_torch_on_the_smoke_suites_sizes(tmp_path: Path) -> None:
+    cases = tmp_path / "tools" / "gpu_proof_cases"
+    cases.mkdir(parents=True)
+    (cases / "side_by_side.py").write_text(
+        "import json, sys\n"
+        "assert sys.argv[1:] == ['--gpus', '1', '--bytes', '268435456', '--reps', '20', '--n', '8192'], sys.argv\n"
+        f"print(json.dumps({TORCH!r}))\n")
+    ctx = _ctx(tmp_path, gpus=1, smoke_quick=QUICK_ON_A_GPU, smoke_stress=STRESS_ON_A_GPU)
+    from gpu_proof_failures import side_by_side
+
+    outcome = side_by_side(_kit(str(tmp_path)))(ctx)
+    assert outcome.status == PASS, outcome.note
+    assert outcome.note == "within 15%: driver_d2d, torch_suite_d2d, stress_gemm"
+    assert json.loads(Path(ctx.path("comparison.json")).read_text())["torch"] == TORCH
