@@ -22,8 +22,9 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import gpu_proof  # noqa: E402
 from gpu_proof_failures import CASES, Case, case_step, compare, judge  # noqa: E402
+from gpu_proof_procs import Command  # noqa: E402
 from gpu_proof_runner import (  # noqa: E402
-    ARCHIVE_NAME, FAIL, PASS, SKIP, SUMMARY_NAME, TIMEOUT, Command, Outcome, Runner, Step, StepContext, write_archive)
+    ARCHIVE_NAME, FAIL, PASS, SKIP, SUMMARY_NAME, TIMEOUT, Outcome, Runner, Step, StepContext, write_archive)
 from gpu_proof_steps import FIND_RECORDER, Kit, machine_name, pci_nvidia_gpus  # noqa: E402
 
 NO_GPU_LIMIT_S = 60.0
@@ -190,7 +191,8 @@ def test_sigterm_stops_the_kit_and_still_writes_the_archive(tmp_path: Path) -> N
 ORPHANING = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, sys.argv[1])
-    from gpu_proof_runner import Outcome, Runner, Step, become_subreaper
+    from gpu_proof_procs import become_subreaper
+    from gpu_proof_runner import Outcome, Runner, Step
     LEAVES = ("import subprocess, sys; child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
               "start_new_session=True); open(sys.argv[1], 'w').write(str(child.pid))")
     def leaves_an_orphan(ctx):

@@ -37,7 +37,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_proof_failures import CASES, case_step, side_by_side  # noqa: E402  (sibling modules)
-from gpu_proof_runner import Runner, Step, become_subreaper  # noqa: E402
+from gpu_proof_procs import become_subreaper  # noqa: E402
+from gpu_proof_runner import Runner, Step  # noqa: E402
 from gpu_proof_steps import (Kit, check_json, check_text, environment, nvidia_smi, nvidia_smi_q,  # noqa: E402
                              pytest_gpu, recorder, smoke)
 

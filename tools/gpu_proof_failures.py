@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from gpu_proof_runner import FAIL, PASS, SKIP, Command, Outcome, StepContext
+from gpu_proof_procs import Command
+from gpu_proof_runner import FAIL, PASS, SKIP, Outcome, StepContext
 from gpu_proof_steps import Kit, gpus, load_json, tail
 
 SKIP_CODE, NO_FAILURE_CODE = 77, 3

@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from gpu_proof_runner import FAIL, PASS, SKIP, Command, Outcome, StepContext
+from gpu_proof_procs import Command
+from gpu_proof_runner import FAIL, PASS, SKIP, Outcome, StepContext
 
 SUITES = ("driver", "torch", "jax", "cupy", "tensorflow", "julia")
 QUICK_TARGET_S = 10.0  # docs/smoke.md: the quick tier on one modern GPU, framework import included
@@ -354,9 +355,9 @@ def recorder(kit: Kit) -> Any:
             return Outcome(FAIL, f"neither cudadoctor.host.recorder nor cudadoctor.recorder: {tail(ctx.read(found, 'stderr'))}")
         name = machine_name(ctx.facts.get("check", {}))
         ctx.facts["machine_name"] = name
-        work = os.path.dirname(os.path.dirname(ctx.folder))
+        work = os.path.dirname(os.path.dirname(ctx.folder))  # the archive's top: steps/<step>/ is two below
         folder = os.path.join(work, "machine", name)
-        what = (f"Recorded by tools/gpu_proof.sh; review env, hostname, username and fs/ before committing it.")
+        what = "Recorded by tools/gpu_proof.sh; review env, hostname, username and fs/ before committing it."
         rec = ctx.run("recorder", [kit.python, "-m", module, folder, "--env", "gpu", "--force", "--description", what])
         figures: Dict[str, Any] = {"name": name, "module": module}
         if rec.returncode != 0 or not os.path.exists(os.path.join(folder, "machine.json")):
