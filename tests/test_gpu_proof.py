@@ -33,7 +33,7 @@ NO_GPU_LIMIT_S = 60.0
 def _kit(cases: str = "") -> Kit:
     kit = Kit(sys.executable, str(REPO), "installed", str(REPO / "cudadoctor"), "0", dict(os.environ), "cudadoctor")
     if cases:
-        object.__setattr__(kit, "repo", cases)  # the kit reads its cases from <repo>/tools/gpu_proof_cases
+        kit.repo = cases  # the kit reads its cases from <repo>/tools/gpu_proof_cases
     return kit
 
 

@@ -9,10 +9,12 @@ A step on a machine with no GPU still runs its commands where they are cheap, an
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
-from dataclasses import dataclass, field
+import shutil
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from gpu_proof_procs import Command
@@ -36,7 +38,6 @@ class Kit:
     version: str
     env: Dict[str, str]
     pytest_plugin: str  # what -p loads: the entry point's name, or the module pyproject names
-    notes: List[str] = field(default_factory=list)
 
     @property
     def cli(self) -> List[str]:
@@ -98,10 +99,18 @@ PACKAGES = ("torch", "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda13-pjrt", "c
             "tensorflow", "click", "packaging", "nvidia-ml-py", "requests", "pytest", "hypothesis", "numpy")
 
 
+def find_nvcc() -> str:
+    """nvcc on PATH, else where the toolkit's installers put it (often not on PATH)."""
+    for candidate in [shutil.which("nvcc") or ""] + sorted(glob.glob("/usr/local/cuda*/bin/nvcc")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return "nvcc"
+
+
 def environment(kit: Kit) -> Any:
     def step(ctx: StepContext) -> Outcome:
         probe = ctx.run("python", [kit.python, "-c", ENV_PROBE, *PACKAGES], timeout=30)
-        nvcc = ctx.run("nvcc", ["nvcc", "--version"], timeout=20)
+        nvcc = ctx.run("nvcc", [find_nvcc(), "--version"], timeout=20)
         facts = load_json(ctx.read(probe)) or {}
         ctx.facts["environment"] = facts
         figures: Dict[str, Any] = {"python": facts.get("python"), "cudadoctor": facts.get("cudadoctor"), "mode": kit.mode}
@@ -148,7 +157,9 @@ def nvidia_smi(ctx: StepContext) -> Outcome:
     table = ctx.run("nvidia-smi", ["nvidia-smi"], timeout=30)
     listing = ctx.run("nvidia-smi-L", ["nvidia-smi", "-L"], timeout=30)
     listed = [line for line in ctx.read(listing).splitlines() if line.startswith("GPU ")]
-    ctx.facts["gpus"] = max(len(listed), gpus(ctx))
+    # GPUs on the bus count even when nvidia-smi lists none: the later steps then look for the
+    # failure instead of reporting "no GPU"
+    ctx.facts["gpus"] = max(len(listed), pci, gpus(ctx))
     figures: Dict[str, Any] = {"gpus": len(listed), "pci_nvidia": pci}
     if listed:
         figures["gpu0"] = re.sub(r"^GPU 0: | \(UUID.*$", "", listed[0])
