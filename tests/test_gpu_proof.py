@@ -288,6 +288,20 @@ def test_the_wrong_arch_cubin_is_for_another_family() -> None:
     assert wrong_arch.other_family(None) == "sm_80"
 
 
+def test_without_nvcc_or_a_gpu_the_wrong_arch_case_says_no_gpu_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A CI machine with neither: the no-GPU run must still read as "no GPU"."""
+    sys.path.insert(0, str(REPO / "tools" / "gpu_proof_cases"))
+    import wrong_arch
+
+    monkeypatch.setattr(wrong_arch, "find_nvcc", lambda: None)
+    with pytest.raises(SystemExit) as stop:
+        wrong_arch.build("sm_80", str(tmp_path), "no GPU: the driver lists none")
+    assert stop.value.code == 77
+    assert capsys.readouterr().err == ("gpu-proof-skip: no GPU: the driver lists none; nvcc not found "
+                                       "(PATH, CUDA_HOME, /usr/local/cuda*): cannot build a cubin\n")
+
+
 # --------------------------------------------------------------------------- the side-by-side check
 
 

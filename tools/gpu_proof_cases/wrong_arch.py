@@ -58,13 +58,16 @@ def gpu_capability() -> Tuple[Optional[_case.Driver], Optional[Tuple[int, int]],
     return drv, drv.compute_capability(0), ""
 
 
-def build(arch: str, folder: str) -> str:
+def build(arch: str, folder: str, no_gpu: str) -> str:
+    """The cubin for ``arch`` in ``folder``, built when missing; skip when it cannot be (saying
+    ``no_gpu`` first when there is no GPU either)."""
     cubin = os.path.join(folder, f"scale_{arch}.cubin")
     if os.path.exists(cubin):
         return cubin
+    prefix = f"{no_gpu}; " if no_gpu else ""
     nvcc = find_nvcc()
     if nvcc is None:
-        _case.skip("nvcc not found (PATH, CUDA_HOME, /usr/local/cuda*): cannot build a cubin")
+        _case.skip(f"{prefix}nvcc not found (PATH, CUDA_HOME, /usr/local/cuda*): cannot build a cubin")
     source = os.path.join(folder, "scale.cu")
     with open(source, "w", encoding="utf-8") as fh:
         fh.write(KERNEL)
@@ -72,7 +75,7 @@ def build(arch: str, folder: str) -> str:
                           timeout=120)
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
-        _case.skip(f"{nvcc} -cubin -arch={arch} failed (exit {done.returncode})")
+        _case.skip(f"{prefix}{nvcc} -cubin -arch={arch} failed (exit {done.returncode})")
     return cubin
 
 
@@ -85,7 +88,7 @@ def main() -> None:
     arch = other_family(cc)
     folder = args.build_only or args.cubin_dir or tempfile.mkdtemp(prefix="gpu-proof-cubin-")
     os.makedirs(folder, exist_ok=True)
-    cubin = build(arch, folder)
+    cubin = build(arch, folder, why)
     if args.build_only:
         print(f"{cubin} ({os.path.getsize(cubin)} bytes, {arch}; GPU 0: {'sm_%d%d' % cc if cc else why})")
         return
