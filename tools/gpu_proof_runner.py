@@ -57,6 +57,7 @@ class StepResult:
     figures: Dict[str, Any]
     timeout_s: float
     commands: List[Command]
+    what: str = ""
 
 
 class StepContext:
@@ -234,7 +235,7 @@ class Runner:
 
     def _record(self, step: Step, outcome: Outcome, seconds: float, timeout: float, commands: List[Command]) -> StepResult:
         result = StepResult(step.name, outcome.status, round(seconds, 2), outcome.note, outcome.figures,
-                            round(max(timeout, 0.0), 1), list(commands))
+                            round(max(timeout, 0.0), 1), list(commands), step.what)
         self.results.append(result)
         return result
 
