@@ -18,6 +18,7 @@ from cudadoctor.host import DEFAULT_TIMEOUT_S, Host, RealHost
 from cudadoctor.model import Finding, Report, SmokeResult, Snapshot
 
 if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
     from cudadoctor.oncall.explanation import Explanation
     from cudadoctor.planner.install import InstallResult
     from cudadoctor.planner.target import Target
@@ -48,7 +49,7 @@ def collect(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, ho
 
 
 def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] = None,
-             matrix: Any = None) -> Tuple[Finding, ...]:
+             matrix: Optional[Matrix] = None) -> Tuple[Finding, ...]:
     """Run the checks (all, or those producing the codes or named in ``only``) and return the
     findings, most severe first. Pure: the same input and data give the same findings.
 
@@ -103,7 +104,7 @@ def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: O
         return explain_message(message, judge(message, as_snapshot(snapshot), kind, what))
     if not check:
         return explain_message(message)
-    snap = collect(python=_interpreter(python, host), timeout=timeout, host=host)
+    snap = collect(python=checked_interpreter(python, host), timeout=timeout, host=host)
     target = snap.python.executable if snap.python and snap.python.executable else "unknown"
     return explain_message(message, judge(message, snap, "host" if host is not None else "machine", target))
 
@@ -166,7 +167,7 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
             raise CudadoctorError(f"{name}: give a positive number of seconds")
     if duration is not None and tier != "stress":
         raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
-    snap = snapshot or collect(python=_interpreter(python, None))
+    snap = snapshot or collect(python=checked_interpreter(python, None))
     if not chosen:
         from cudadoctor.reports.build import default_suites
 
@@ -197,9 +198,8 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
         REPORT_FORMATS,
         check_patterns,
         finish_report,
-        render_report,
-        with_quick_smoke,
     )
+    from cudadoctor.render import render_report
 
     if format not in REPORT_FORMATS:
         raise CudadoctorError(f"report format {format!r}: not one of {', '.join(REPORT_FORMATS)}")
@@ -215,13 +215,12 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
             raise CudadoctorError("report: snapshot= does not go with python= or host=")
         snap = as_snapshot(snapshot)
     else:
-        snap = collect(python=_interpreter(python, host), timeout=timeout, host=host)
-        if smoke and host is None:
-            snap = with_quick_smoke(snap, python)  # as `check` and `report` run them
+        checked = checked_report(python=python, timeout=timeout, host=host, smoke=smoke and host is None)
+        snap = checked.snapshot
     # The node's name as `cudadoctor report` stamps it; a given snapshot is not this node, so only
     # its own hostname counts (not this process's SLURMD_NODENAME and the like).
     node = node_name(snap, {} if snapshot is not None else None)
-    result = finish_report(make_report(snap, diagnose(snap)), redact=redact, keep_hostname=keep_hostname,
+    result = finish_report(checked if snapshot is None else make_report(snap, diagnose(snap)), redact=redact, keep_hostname=keep_hostname,
                            patterns=compiled, node=node)
     return render_report(result, format, False, max_length)
 
@@ -285,14 +284,54 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
         raise CudadoctorError(f"{where}nested too deeply") from None
 
 
-def _interpreter(python: Optional[str], host: Optional[Host]) -> Optional[str]:
-    """``python`` checked as an interpreter path on this machine (a replayed host has its own)."""
+def checked_interpreter(python: Optional[str], host: Optional[Host], option: str = "python=") -> Optional[str]:
+    """``python`` checked as an interpreter path on this machine (a replayed host has its own).
+    ``option`` is how the caller spells the argument in the message (``--python `` for the CLI)."""
     if python is not None and host is None and not os.path.exists(python):
-        raise CudadoctorError(f"python={python}: no such file", hint="give the path of a Python interpreter")
+        raise CudadoctorError(f"{option}{python}: no such file", hint="give the path of a Python interpreter")
     return python
 
 
-def _install_target(matrix: Any, target: Union[None, Mapping[str, Any], "Target"], python: Optional[str],
+def checked_report(*, python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, host: Optional[Host] = None,
+                   only: Optional[Sequence[str]] = None, checks: bool = True, smoke: bool = False,
+                   option: str = "python=", strict_python: bool = False) -> Report:
+    """The pipeline of ``check``, ``report`` and :func:`report`: the interpreter checked, the probes,
+    the quick smoke tests (``smoke``, when a GPU answers), the checks (``checks``; ``only`` selects),
+    and the report. ``strict_python``: an interpreter that does not answer is an error, not a fact."""
+    python = checked_interpreter(python, host, option)
+    if checks:
+        _warm_checks()
+    snapshot = collect(python=python, timeout=timeout, host=host)
+    if strict_python and python is not None and snapshot.python is None:
+        reason = snapshot.errors_of("python")
+        raise CudadoctorError(f"{option.strip()} {python} did not answer as a Python interpreter"
+                              + (f": {reason[0].detail}" if reason else ""))
+    if smoke:
+        from cudadoctor.reports.build import with_quick_smoke
+
+        snapshot = with_quick_smoke(snapshot, python)
+    return make_report(snapshot, diagnose(snapshot, only=only) if checks else None)
+
+
+def _warm_checks() -> None:
+    """Import the checks and read the data's manifest on a side thread while the probes wait on
+    their commands, so that diagnosing after them does not start cold. An error here is left for
+    the main thread, which meets it again and reports it."""
+    import threading
+
+    def warm() -> None:
+        try:
+            import cudadoctor.checks  # noqa: F401
+            from cudadoctor.data.source import default_matrix
+
+            default_matrix()
+        except Exception:
+            pass
+
+    threading.Thread(target=warm, name="cudadoctor-warm", daemon=True).start()
+
+
+def _install_target(matrix: Matrix, target: Union[None, Mapping[str, Any], "Target"], python: Optional[str],
                     timeout: float, host: Optional[Host]) -> "Target":
     from cudadoctor.planner.target import OSES, Target, described, from_snapshot, with_python
 
@@ -315,7 +354,7 @@ def _install_target(matrix: Any, target: Union[None, Mapping[str, Any], "Target"
     if target is not None:
         raise CudadoctorError(f"target: give None (this machine), a dict or a Target, not {type(target).__name__}")
     version = python if python is not None and _PYTHON_VERSION.match(python) else None
-    path = None if version is not None else _interpreter(python, host)
+    path = None if version is not None else checked_interpreter(python, host)
     snapshot = collect(python=path, timeout=timeout, host=host, only=_INSTALL_PROBES)
     return with_python(from_snapshot(snapshot, matrix), version)
 

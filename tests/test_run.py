@@ -223,8 +223,9 @@ def test_sigterm_to_cudadoctor_reaches_the_child() -> None:
 
 
 def test_sigint_sent_to_cudadoctor_alone_is_forwarded() -> None:
-    proc = start_armed("import sys, time\nsys.stderr.write('armed\\n'); sys.stderr.flush()\n"
-                       "try:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    sys.exit(5)")
+    # 'armed' is written inside the try: a SIGINT that comes right after it must find the handler
+    proc = start_armed("import sys, time\ntry:\n    sys.stderr.write('armed\\n'); sys.stderr.flush()\n"
+                       "    time.sleep(30)\nexcept KeyboardInterrupt:\n    sys.exit(5)")
     proc.send_signal(signal.SIGINT)
     assert proc.wait(TIMEOUT) == 5
 

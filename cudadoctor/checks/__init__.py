@@ -8,11 +8,14 @@ marks the findings that follow from another one (``caused_by``).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.checks.base import Check
 from cudadoctor.checks.registry import CHECKS
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 __all__ = ["CHECKS", "Check", "run_checks", "all_codes"]
 
@@ -37,7 +40,7 @@ def select(codes: Optional[Sequence[str]]) -> Tuple[Check, ...]:
     return tuple(c for c in CHECKS if wanted & set(c.codes) or c.name in wanted)
 
 
-def run_checks(snapshot: Snapshot, matrix: Any, checks: Iterable[Check] = CHECKS) -> Tuple[Finding, ...]:
+def run_checks(snapshot: Snapshot, matrix: Matrix, checks: Iterable[Check] = CHECKS) -> Tuple[Finding, ...]:
     found: List[Tuple[int, int, Finding]] = []
     for position, check in enumerate(checks):
         try:

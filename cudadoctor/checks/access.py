@@ -3,10 +3,13 @@ driver, NVML, containers, WSL2 and the *_VISIBLE_DEVICES variables."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 from cudadoctor.model import Category, Finding, LibraryCopy, Severity, Snapshot
 from cudadoctor.checks.base import Check, driver_version, finding, gpus, ref
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -30,7 +33,7 @@ def _module_missing(snap: Snapshot) -> bool:
     return bool(d and d.loaded is False and not _wsl(snap))
 
 
-def _gpu_names(snap: Snapshot, matrix: Any) -> List[str]:
+def _gpu_names(snap: Snapshot, matrix: Matrix) -> List[str]:
     names = []
     for g in gpus(snap):
         model = matrix.gpus.identify(name=g.name, pci_device_id=g.pci_device_id) if (g.name or g.pci_device_id) else None
@@ -41,7 +44,7 @@ def _gpu_names(snap: Snapshot, matrix: Any) -> List[str]:
 # ---------------------------------------------------------------------------- the GPU itself
 
 
-def check_gpu_present(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_gpu_present(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """No NVIDIA GPU on the PCI bus: nothing to fix in software."""
     if snap.gpus_source not in ("pci", "facts") or snap.gpus != () or _wsl(snap):
         return []
@@ -58,7 +61,7 @@ def check_gpu_present(snap: Snapshot, matrix: Any) -> List[Finding]:
     )]
 
 
-def check_driver_loaded(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_driver_loaded(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """An NVIDIA GPU is on the bus but no NVIDIA kernel module is loaded."""
     if not _module_missing(snap) or _in_container(snap) or not gpus(snap):
         return []
@@ -80,13 +83,13 @@ def check_driver_loaded(snap: Snapshot, matrix: Any) -> List[Finding]:
     )]
 
 
-def _driver_window(snap: Snapshot, matrix: Any) -> str:
+def _driver_window(snap: Snapshot, matrix: Matrix) -> str:
     """'Its architecture (pascal) is supported by driver branches up to R580.'"""
     parts = []
     for g in gpus(snap):
         model = matrix.gpus.identify(name=g.name, pci_device_id=g.pci_device_id)
         arch = matrix.gpus.architecture_of(model.compute_capability) if model else None
-        if arch is None:
+        if model is None or arch is None:
             continue
         first, last = arch.first_driver_branch, arch.last_driver_branch
         if first and last:
@@ -101,7 +104,7 @@ def _driver_window(snap: Snapshot, matrix: Any) -> str:
     return " ".join(dict.fromkeys(parts))
 
 
-def check_nouveau(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_nouveau(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     d = snap.driver
     if not d or not d.nouveau_loaded:
         return []
@@ -123,7 +126,7 @@ def check_nouveau(snap: Snapshot, matrix: Any) -> List[Finding]:
     )]
 
 
-def check_secure_boot(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_secure_boot(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     d, h = snap.driver, snap.host
     if not (d and h and h.secure_boot and _module_missing(snap) and gpus(snap)) or d.nouveau_loaded:
         return []
@@ -141,7 +144,7 @@ def check_secure_boot(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- user space
 
 
-def check_mismatch(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_mismatch(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     d = snap.driver
     if not d:
         return []
@@ -164,7 +167,7 @@ def check_mismatch(snap: Snapshot, matrix: Any) -> List[Finding]:
     )]
 
 
-def check_nvml(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_nvml(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     d = snap.driver
     if not d or not d.nvml_error or d.nvml_error in (LIB_RM_MISMATCH, LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED):
         return []
@@ -197,7 +200,7 @@ def check_nvml(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- isolation
 
 
-def check_container(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_container(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     d, h = snap.driver, snap.host
     if not (d and h and _in_container(snap)) or _wsl(snap):
         return []
@@ -231,7 +234,7 @@ def _from_wsl(copy: LibraryCopy) -> bool:
     return any(p and p.startswith("/usr/lib/wsl/") for p in (copy.path, copy.realpath))
 
 
-def check_wsl(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_wsl(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     if not _wsl(snap):
         return []
     out: List[Finding] = []
@@ -273,7 +276,7 @@ def _gpus_visible(snap: Snapshot) -> bool:
 HIDE_ALL = {"", "-1", "none", "void", "nodevfiles"}
 
 
-def check_visible_devices(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_visible_devices(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     env = snap.env or {}
     out: List[Finding] = []
     value = env.get("CUDA_VISIBLE_DEVICES")
@@ -321,7 +324,7 @@ def check_visible_devices(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- driver vs GPU
 
 
-def check_driver_for_gpu(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_driver_for_gpu(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     driver = driver_version(snap)
     if not driver:
         return []
@@ -362,7 +365,7 @@ def check_driver_for_gpu(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def check_mig(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_mig(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     enabled = [g for g in gpus(snap) if g.mig_mode == "enabled"]
     if not enabled:
         return []

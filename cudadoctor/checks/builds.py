@@ -8,7 +8,7 @@ Every limit comes from the matrix; fixes that install torch come from :mod:`cuda
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from cudadoctor.matrix.archs import PTX_JIT
 from cudadoctor.matrix.versions import major, major_minor
@@ -43,6 +43,9 @@ from cudadoctor.checks.builds_variant import (
     jax_alternative,
 )
 
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+
 E, W = Severity.ERROR, Severity.WARNING
 NOT_CUDA = {"cpu": "CPU-only", "rocm": "ROCm", "xpu": "XPU"}  # variant -> how a title names it
 
@@ -50,7 +53,7 @@ NOT_CUDA = {"cpu": "CPU-only", "rocm": "ROCm", "xpu": "XPU"}  # variant -> how a
 # ---------------------------------------------------------------------------- CPU-only builds
 
 
-def check_cpu_only(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_cpu_only(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """A build without CUDA on a machine whose GPU and driver a CUDA build could use."""
     if not usable_gpus(snap):
         return []
@@ -79,12 +82,12 @@ def _native_windows(snap: Snapshot) -> bool:
     return bool(snap.host and snap.host.os == "windows" and not snap.host.wsl)
 
 
-def _tf_windows_gpu(matrix: Any, b: FrameworkBuild) -> bool:
+def _tf_windows_gpu(matrix: Matrix, b: FrameworkBuild) -> bool:
     version = build_version(b)
     return bool(version and matrix.ecosystem.tf_native_windows_gpu(version))
 
 
-def _cpu_why(snap: Snapshot, matrix: Any, b: FrameworkBuild, names: str) -> str:
+def _cpu_why(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, names: str) -> str:
     driver = driver_version(snap)
     machine = f"this machine has the {names} and driver {driver or '(loaded)'}"
     version = build_version(b) or ""
@@ -107,7 +110,7 @@ def _cpu_why(snap: Snapshot, matrix: Any, b: FrameworkBuild, names: str) -> str:
     return f"{label(b)} targets {b.variant}, not CUDA, although {machine}."
 
 
-def _cpu_fix(snap: Snapshot, matrix: Any, b: FrameworkBuild, facts: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
+def _cpu_fix(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, facts: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
     version = build_version(b)
     if b.name == "torch":
         return torch_fix(snap, matrix, [g.cc for g in facts], keep=version, lead="Install the CUDA build")
@@ -120,7 +123,7 @@ def _cpu_fix(snap: Snapshot, matrix: Any, b: FrameworkBuild, facts: List[GpuFact
     return _tf_cuda_install(snap, matrix, b)
 
 
-def _tf_cuda_install(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Tuple[str, List[str], Tuple[str, ...]]:
+def _tf_cuda_install(snap: Snapshot, matrix: Matrix, b: FrameworkBuild) -> Tuple[str, List[str], Tuple[str, ...]]:
     version = build_version(b)
     dist = (b.distribution or "tensorflow").split("==")[0]
     if not version:
@@ -141,7 +144,7 @@ def _tf_cuda_install(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Tuple[st
 # ---------------------------------------------------------------------------- driver vs the build's CUDA
 
 
-def check_driver_for_build(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_driver_for_build(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """The framework's CUDA runtime against the driver: NVIDIA's per-release minimum (native) and
     the minor-version-compatibility floor of the major."""
     driver = driver_version(snap)
@@ -175,7 +178,7 @@ def _cuda_name(cuda: str) -> str:
     return ".".join(str(x) for x in major_minor(cuda)) if len(major_minor(cuda)) == 2 else f"{cuda}.x"
 
 
-def _too_old(snap: Snapshot, matrix: Any, b: FrameworkBuild, ds: Any, driver: str, facts: List[GpuFact]) -> Finding:
+def _too_old(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, ds: Any, driver: str, facts: List[GpuFact]) -> Finding:
     dcuda = driver_cuda(snap, matrix)
     need = (f"a driver that supports CUDA {major(b.cuda or '')}.x (>= {ds.floor})" if ds.floor
             else f"a driver that supports CUDA {_cuda_name(b.cuda or '')} (>= {ds.required})")
@@ -202,14 +205,14 @@ def _too_old(snap: Snapshot, matrix: Any, b: FrameworkBuild, ds: Any, driver: st
     )
 
 
-def _upgrade(snap: Snapshot, matrix: Any, target: Optional[str], facts: List[GpuFact]) -> Tuple[str, List[str]]:
+def _upgrade(snap: Snapshot, matrix: Matrix, target: Optional[str], facts: List[GpuFact]) -> Tuple[str, List[str]]:
     """'Upgrade the driver to X (branch R550) or newer', unless a GPU's last branch is older."""
     if not target:
         return "", []
     branch = matrix.cuda.branch_of(target)
     for g in facts:
         gs = matrix.gpus.driver_support(g.cc, target)
-        if gs.kind == "driver_dropped_gpu":
+        if gs.kind == "driver_dropped_gpu" and gs.architecture is not None:
             return (f"The driver cannot be upgraded that far: {g.name} ({gs.architecture.name}) is supported up to "
                     f"driver branch {gs.last_branch} only.", [])
     where = "on Windows (WSL2 uses the Windows driver)" if os_of(snap) == "windows" else ""
@@ -220,7 +223,7 @@ def _upgrade(snap: Snapshot, matrix: Any, target: Optional[str], facts: List[Gpu
     return text, [f"sudo apt install nvidia-driver-{branch.major}    # Ubuntu; then reboot"]
 
 
-def _alternative(snap: Snapshot, matrix: Any, b: FrameworkBuild, facts: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
+def _alternative(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, facts: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
     """Keep the driver: a build of the framework for the CUDA this driver runs."""
     dcuda = driver_cuda(snap, matrix)
     keep = f"Or keep this driver{f' (CUDA {dcuda})' if dcuda else ''} and install"
@@ -241,7 +244,7 @@ def _alternative(snap: Snapshot, matrix: Any, b: FrameworkBuild, facts: List[Gpu
     return "", [], ()
 
 
-def _minor_compat(snap: Snapshot, matrix: Any, b: FrameworkBuild, ds: Any, driver: str, facts: List[GpuFact]) -> Finding:
+def _minor_compat(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, ds: Any, driver: str, facts: List[GpuFact]) -> Finding:
     dcuda = driver_cuda(snap, matrix)
     lists = torch_arch_lists(snap, matrix, b) if b.name == "torch" else tf_arch_lists(b) if b.name == "tensorflow" else None
     ptx = [g for g in facts if lists is not None and support(lists, g)[0] == PTX_JIT]

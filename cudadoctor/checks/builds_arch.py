@@ -4,7 +4,7 @@ TensorFlow's GPU support on native Windows."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from cudadoctor.matrix.archs import PTX_JIT, SASS, UNSUPPORTED, support_of
 from cudadoctor.matrix.versions import major, major_minor, vkey
@@ -30,13 +30,16 @@ from cudadoctor.checks.builds_facts import (
     wheel_platform,
 )
 
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 # ---------------------------------------------------------------------------- kernels for every GPU
 
 
-def check_arch(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_arch(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Every GPU against each build's arch list (SASS, else PTX), or the release's minimum
     compute capability where only that is known."""
     facts = gpu_facts(snap, matrix)
@@ -64,7 +67,7 @@ def _gpus_label(group: Sequence[GpuFact], facts: Sequence[GpuFact]) -> str:
     return ", ".join(g.label for g in group)
 
 
-def _by_lists(snap: Snapshot, matrix: Any, b: FrameworkBuild, lists: ArchLists, facts: List[GpuFact]) -> List[Finding]:
+def _by_lists(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, lists: ArchLists, facts: List[GpuFact]) -> List[Finding]:
     results = [(g, support(lists, g)) for g in facts]
     bad = [g for g, (kind, _) in results if kind == UNSUPPORTED]
     jit = [(g, target) for g, (kind, target) in results if kind == PTX_JIT]
@@ -107,7 +110,7 @@ def _by_lists(snap: Snapshot, matrix: Any, b: FrameworkBuild, lists: ArchLists, 
     return out
 
 
-def _which_torch_builds(snap: Snapshot, matrix: Any, b: FrameworkBuild, bad: Sequence[GpuFact]) -> str:
+def _which_torch_builds(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, bad: Sequence[GpuFact]) -> str:
     """' Builds with SASS for sm_120 exist from torch 2.7.0+cu128.' / ' The newest ... is 2.14.1+cu126.'"""
     out = []
     platform = wheel_platform(snap)
@@ -128,7 +131,7 @@ def _sass(lists: Tuple[Tuple[str, ...], Tuple[str, ...], str, str], cc: Tuple[in
     return support_of(lists[0], lists[1], cc)[0] == SASS
 
 
-def _arch_fix(snap: Snapshot, matrix: Any, b: FrameworkBuild, facts: List[GpuFact],
+def _arch_fix(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, facts: List[GpuFact],
               bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
     text, commands, source = "", [], ()  # type: Tuple[str, List[str], Tuple[str, ...]]
     if b.name == "torch":
@@ -151,7 +154,7 @@ def _or_hide(text: str, commands: List[str], facts: Sequence[GpuFact], bad: Sequ
     return f"{lead} keep this build and hide {which} from CUDA programs (the last command)."
 
 
-def _min_cc(matrix: Any, b: FrameworkBuild) -> Optional[Tuple[str, str]]:
+def _min_cc(matrix: Matrix, b: FrameworkBuild) -> Optional[Tuple[str, str]]:
     """(minimum compute capability, record) where a release states only its floor."""
     version = build_version(b)
     if not version:
@@ -160,10 +163,11 @@ def _min_cc(matrix: Any, b: FrameworkBuild) -> Optional[Tuple[str, str]]:
     if b.name == "tensorflow":
         floor = eco.tf_min_compute_capability(version)
         return (floor, ref("tensorflow.json", "min_compute_capability")) if floor else None
-    if b.name == "jax" and b.cuda and major(b.cuda) is not None:
+    cuda_major = major(b.cuda) if b.cuda else None
+    if b.name == "jax" and cuda_major is not None:
         rel = eco.jax_release(version)
-        build = rel.build(major(b.cuda)) if rel else None
-        if build and build.min_compute_capability:
+        build = rel.build(cuda_major) if rel else None
+        if rel and build and build.min_compute_capability:
             return build.min_compute_capability, ref("jax.json", f"{rel.first or '..'}-{rel.last or '..'}")
     if b.name == "cupy":
         floor = eco.cupy_min_compute_capability(version)
@@ -171,7 +175,7 @@ def _min_cc(matrix: Any, b: FrameworkBuild) -> Optional[Tuple[str, str]]:
     return None
 
 
-def _by_floor(snap: Snapshot, matrix: Any, b: FrameworkBuild, floor: Tuple[str, str],
+def _by_floor(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, floor: Tuple[str, str],
               facts: List[GpuFact]) -> List[Finding]:
     minimum, record = floor
     bad = [g for g in facts if vkey(g.cc) < vkey(minimum)]
@@ -190,7 +194,7 @@ def _by_floor(snap: Snapshot, matrix: Any, b: FrameworkBuild, floor: Tuple[str, 
     )]
 
 
-def _floor_fix(matrix: Any, b: FrameworkBuild, bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
+def _floor_fix(matrix: Matrix, b: FrameworkBuild, bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
     eco = matrix.ecosystem
     lowest = min(bad, key=lambda g: g.cc_tuple)
     if b.name == "tensorflow":
@@ -203,7 +207,7 @@ def _floor_fix(matrix: Any, b: FrameworkBuild, bad: List[GpuFact]) -> Tuple[str,
             extra = fits[-1].extras[0]
             return (f"The CUDA {fits[-1].cuda_major} build of this JAX release supports compute capability "
                     f"{fits[-1].min_compute_capability} and newer:",
-                    [f"pip uninstall -y {' '.join(eco.jax.build(build_version(b) or '', major(b.cuda) or 0).plugins)}",
+                    [f"pip uninstall -y {' '.join(_jax_plugins(eco, build_version(b) or '', major(b.cuda) or 0))}",
                      f'pip install "jax[{extra}]=={build_version(b)}"'], ())
     if b.name == "cupy":
         rows = [m for m in eco.cupy.majors if m.min_compute_capability
@@ -216,7 +220,7 @@ def _floor_fix(matrix: Any, b: FrameworkBuild, bad: List[GpuFact]) -> Tuple[str,
     return "", [], ()
 
 
-def _tf_for(matrix: Any, bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
+def _tf_for(matrix: Matrix, bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
     """The newest TensorFlow series whose compute-capability floor admits every listed GPU."""
     lowest = min(bad, key=lambda g: g.cc_tuple)
     rows = [f for f in matrix.ecosystem.tensorflow.cc_floors if vkey(f.min_compute_capability) <= vkey(lowest.cc)]
@@ -230,7 +234,7 @@ def _tf_for(matrix: Any, bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str,
 # ---------------------------------------------------------------------------- Python wheels
 
 
-def check_python(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_python(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """The release has no wheel for this Python. A warning, never an error: the package is
     installed, so something built it for this interpreter (a source build, a nightly, another
     index); what breaks is what depends on the official wheels (companions, extensions, reinstalls)."""
@@ -250,11 +254,17 @@ def check_python(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def _pythons(snap: Snapshot, matrix: Any, b: FrameworkBuild, version: str) -> Optional[Tuple[Tuple[str, ...], str]]:
+def _jax_plugins(eco: Any, version: str, cuda_major: int) -> Tuple[str, ...]:
+    """The CUDA plugin packages of JAX ``version``'s build for ``cuda_major`` (none when unknown)."""
+    build = eco.jax.build(version, cuda_major)
+    return tuple(build.plugins) if build is not None else ()
+
+
+def _pythons(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, version: str) -> Optional[Tuple[Tuple[str, ...], str]]:
     if b.name == "torch":
-        rel = matrix.pytorch.release(version)
-        pythons = matrix.pytorch.supported_pythons(version, wheel_platform(snap)) if rel else None
-        return (pythons, ref("pytorch.json", rel.version)) if pythons else None
+        torch_rel = matrix.pytorch.release(version)
+        pythons = matrix.pytorch.supported_pythons(version, wheel_platform(snap)) if torch_rel else None
+        return (pythons, ref("pytorch.json", torch_rel.version)) if torch_rel and pythons else None
     if b.name == "tensorflow":
         windows = bool(snap.host and snap.host.os == "windows" and not snap.host.wsl)
         cfg = matrix.ecosystem.tf_config(version, "windows" if windows else "linux") or matrix.ecosystem.tf_config(version, "linux")
@@ -268,7 +278,7 @@ def _pythons(snap: Snapshot, matrix: Any, b: FrameworkBuild, version: str) -> Op
     return None
 
 
-def _python_finding(snap: Snapshot, matrix: Any, b: FrameworkBuild, py: str, pythons: Tuple[str, ...],
+def _python_finding(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, py: str, pythons: Tuple[str, ...],
                     record: str) -> Finding:
     version = build_version(b) or ""
     span = pythons[0] if len(pythons) == 1 else f"{pythons[0]}–{pythons[-1]}"
@@ -278,7 +288,8 @@ def _python_finding(snap: Snapshot, matrix: Any, b: FrameworkBuild, py: str, pyt
     source: Tuple[str, ...] = ()
     if b.name == "torch":
         plan, _ = torch_plan(snap, matrix, [g.cc for g in gpu_facts(snap, matrix)])
-        if plan is not None and plan.version != matrix.pytorch.release(version).version:
+        installed_rel = matrix.pytorch.release(version)
+        if plan is not None and installed_rel is not None and plan.version != installed_rel.version:
             fix += f", or install torch {plan.label}, which has wheels for Python {py}:"
             commands = plan.commands(torch_packages(snap), torch_packages(snap))
             source = plan.sources
@@ -301,7 +312,7 @@ def _python_finding(snap: Snapshot, matrix: Any, b: FrameworkBuild, py: str, pyt
 # ---------------------------------------------------------------------------- torchvision / torchaudio
 
 
-def check_companions(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_companions(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     builds = {b.name: b for b in normalized(snap, matrix)}
     torch = builds.get("torch")
     rel = matrix.pytorch.release(torch.version) if torch and torch.version else None
@@ -332,7 +343,7 @@ def check_companions(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def _made_for(matrix: Any, name: str, version: str) -> Optional[str]:
+def _made_for(matrix: Matrix, name: str, version: str) -> Optional[str]:
     if name == "torchvision":
         rel = matrix.pytorch.torch_for_torchvision(version)
         return str(rel.version) if rel else None
@@ -340,7 +351,7 @@ def _made_for(matrix: Any, name: str, version: str) -> Optional[str]:
     return str(same[-1].version) if same else None
 
 
-def _version_problem(matrix: Any, rel: Any, b: FrameworkBuild, expected: str) -> Optional[Tuple[Severity, str, str]]:
+def _version_problem(matrix: Matrix, rel: Any, b: FrameworkBuild, expected: str) -> Optional[Tuple[Severity, str, str]]:
     if vkey(b.version or "")[:3] == vkey(expected)[:3]:
         return None
     made_for = _made_for(matrix, b.name, b.version or "")
@@ -353,7 +364,7 @@ def _version_problem(matrix: Any, rel: Any, b: FrameworkBuild, expected: str) ->
     return (W if series else E, f"{b.name} {b.version} does not match torch {rel.version} (needs {b.name} {expected})", why)
 
 
-def _variant_problem(matrix: Any, torch: FrameworkBuild, b: FrameworkBuild) -> Optional[Tuple[Severity, str, str]]:
+def _variant_problem(matrix: Matrix, torch: FrameworkBuild, b: FrameworkBuild) -> Optional[Tuple[Severity, str, str]]:
     if b.variant is None or torch.variant is None:
         return None
     if torch.variant == "cuda" and b.variant == "cuda" and torch.cuda and b.cuda:
@@ -374,7 +385,7 @@ def _variant_problem(matrix: Any, torch: FrameworkBuild, b: FrameworkBuild) -> O
 # ---------------------------------------------------------------------------- TensorFlow on Windows
 
 
-def check_tf_windows(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_tf_windows(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     host = snap.host
     if not (host and host.os == "windows" and not host.wsl) or not gpus(snap):
         return []
@@ -386,7 +397,7 @@ def check_tf_windows(snap: Snapshot, matrix: Any) -> List[Finding]:
         last = matrix.ecosystem.tensorflow.fact("native_windows_gpu_last")
         cfg = matrix.ecosystem.tf_config(last.value, "windows") if last else None
         commands = ["wsl --install    # then, inside WSL2: pip install \"tensorflow[and-cuda]\""]
-        if cfg is not None:
+        if cfg is not None and last is not None:
             commands.append(f'pip install "{cfg.package}=={last.value}.*"    # needs CUDA {cfg.cuda} and cuDNN {cfg.cudnn}')
         out.append(finding(
             "tensorflow-windows-gpu", E, Category.PLATFORM_UNSUPPORTED,

@@ -11,11 +11,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from cudadoctor.matrix.archs import parse_arch, parse_compute_capability, support_of
 from cudadoctor.matrix.versions import major, vkey
 from cudadoctor.model import Category, Finding, FrameworkBuild, Gpu, Severity, Snapshot
-from cudadoctor.planner.torch import NoPlan, TorchPlan, plan_torch
-from cudadoctor.planner.target import python_mm as _python_mm
-from cudadoctor.planner.target import wheel_platform as wheel_platform  # the planner's, re-exported for the checks
 from cudadoctor.checks.base import driver_version, gpus, os_of, ref
 from cudadoctor.checks.base import finding as base_finding
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+    from cudadoctor.planner.torch import NoPlan, TorchPlan
 
 # The frameworks whose builds carry their own CUDA runtime; torchvision and torchaudio follow torch.
 RUNTIME_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "onnxruntime", "tensorrt")
@@ -69,7 +71,7 @@ def usable_gpus(snap: Snapshot) -> bool:
     return bool(gpus(snap)) and bool(snap.driver and snap.driver.loaded)
 
 
-def gpu_facts(snap: Snapshot, matrix: Any) -> List[GpuFact]:
+def gpu_facts(snap: Snapshot, matrix: Matrix) -> List[GpuFact]:
     """Every GPU whose compute capability is known (reported, or from its PCI id or name)."""
     out = []
     for g in gpus(snap):
@@ -83,7 +85,7 @@ def gpu_facts(snap: Snapshot, matrix: Any) -> List[GpuFact]:
     return out
 
 
-def driver_cuda(snap: Snapshot, matrix: Any) -> Optional[str]:
+def driver_cuda(snap: Snapshot, matrix: Matrix) -> Optional[str]:
     """The newest CUDA the driver supports: what nvidia-smi prints, else from the driver branch."""
     d = snap.driver
     if d and d.cuda_driver_version:
@@ -93,7 +95,16 @@ def driver_cuda(snap: Snapshot, matrix: Any) -> Optional[str]:
 
 
 def python_mm(snap: Snapshot) -> Optional[str]:
-    return _python_mm(snap.python.version if snap.python else None)
+    from cudadoctor.planner.target import python_mm as planner_python_mm  # the planner loads when a check needs it
+
+    return planner_python_mm(snap.python.version if snap.python else None)
+
+
+def wheel_platform(snap: Snapshot) -> str:
+    """The planner's wheel platform of this machine, for the checks."""
+    from cudadoctor.planner.target import wheel_platform as planner_wheel_platform
+
+    return planner_wheel_platform(snap)
 
 
 # ---------------------------------------------------------------------------- builds
@@ -120,7 +131,7 @@ def label(build: FrameworkBuild) -> str:
     return f"{name} {version}" + (f" ({plugin})" if plugin else "")
 
 
-def normalized(snap: Snapshot, matrix: Any) -> List[FrameworkBuild]:
+def normalized(snap: Snapshot, matrix: Matrix) -> List[FrameworkBuild]:
     """The Snapshot's builds with what their names and tags say filled in (hand-written facts
     often give only 'torch_version': '2.5.1+cu124' or 'cupy_package': 'cupy-cuda11x')."""
     out = []
@@ -146,7 +157,7 @@ def normalized(snap: Snapshot, matrix: Any) -> List[FrameworkBuild]:
     return out
 
 
-def _variant_named(matrix: Any, name: str) -> Any:
+def _variant_named(matrix: Matrix, name: str) -> Any:
     """A wheel variant by its name ('cu121', 'cpu') in any release: the name fixes the CUDA version."""
     for rel in reversed(matrix.pytorch.releases):
         found = rel.variant(name)
@@ -216,7 +227,7 @@ def parse_arch_list(text: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     return tuple(archs), tuple(ptx)
 
 
-def torch_arch_lists(snap: Snapshot, matrix: Any, build: FrameworkBuild) -> Optional[ArchLists]:
+def torch_arch_lists(snap: Snapshot, matrix: Matrix, build: FrameworkBuild) -> Optional[ArchLists]:
     """The build's own list (the Snapshot's arch_list) when known, else the matrix's for an
     official pip variant; None for conda or custom builds without one."""
     own = build.details.get("arch_list")
@@ -231,6 +242,8 @@ def torch_arch_lists(snap: Snapshot, matrix: Any, build: FrameworkBuild) -> Opti
         return None
     archs, ptx, confidence, _ = variant.arch_lists(wheel_platform(snap))
     release = matrix.pytorch.release(build.version)
+    if release is None:
+        return None
     return ArchLists(archs, ptx, f"pytorch.json for {release.version}+{variant.name}",
                      (ref("pytorch.json", release.version),))
 
@@ -260,21 +273,24 @@ def torch_packages(snap: Snapshot) -> List[str]:
     return [n for n in TORCH_FAMILY if n == "torch" or installed(snap, n)]
 
 
-def torch_plan(snap: Snapshot, matrix: Any, ccs: Sequence[str], keep: Optional[str] = None,
+def torch_plan(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
                use_driver: bool = True) -> Tuple[Optional[TorchPlan], Optional[NoPlan]]:
     """A plan for this machine: first within release ``keep`` (another variant of the installed
     version), then any release. (plan, None), or (None, why nothing fits)."""
+    from cudadoctor.planner.torch import TorchPlan, plan_torch
+
     driver = driver_version(snap) if use_driver else None
     args = (matrix, driver, os_of(snap), python_mm(snap), list(ccs), wheel_platform(snap))
-    if keep and matrix.pytorch.release(keep) is not None:
-        found = plan_torch(*args, version=matrix.pytorch.release(keep).version)
+    kept = matrix.pytorch.release(keep) if keep else None
+    if kept is not None:
+        found = plan_torch(*args, version=kept.version)
         if isinstance(found, TorchPlan):
             return found, None
     found = plan_torch(*args)
     return (found, None) if isinstance(found, TorchPlan) else (None, found)
 
 
-def torch_fix(snap: Snapshot, matrix: Any, ccs: Sequence[str], keep: Optional[str] = None,
+def torch_fix(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
               lead: str = "Install") -> Tuple[str, List[str], Tuple[str, ...]]:
     """(fix text, commands, sources) installing the planned torch build in place of this one."""
     plan, none = torch_plan(snap, matrix, ccs, keep)
@@ -291,7 +307,7 @@ def torch_fix(snap: Snapshot, matrix: Any, ccs: Sequence[str], keep: Optional[st
     return (none.summary() or "No torch build fits this machine.", [], none.sources)
 
 
-def torch_variant_name(matrix: Any, build: FrameworkBuild) -> Optional[str]:
+def torch_variant_name(matrix: Matrix, build: FrameworkBuild) -> Optional[str]:
     """'cu124' for an official build (from its tag or its CUDA), else None."""
     if not build.version:
         return None

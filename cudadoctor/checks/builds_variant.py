@@ -7,7 +7,7 @@ in general are the libraries checks' concern; these name the package that should
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
@@ -24,19 +24,22 @@ from cudadoctor.checks.builds_facts import (
     uses,
 )
 
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+
 E, W = Severity.ERROR, Severity.WARNING
 RUNS = ("native", "minor_compat")
 Fixed = Tuple[str, List[str], Tuple[str, ...]]
 
 
-def _runs(snap: Snapshot, matrix: Any, cuda: str) -> bool:
+def _runs(snap: Snapshot, matrix: Matrix, cuda: str) -> bool:
     driver = driver_version(snap)
-    return bool(driver) and matrix.cuda.driver_support(driver, cuda, os_of(snap)).kind in RUNS
+    return bool(driver) and matrix.cuda.driver_support(driver or "", cuda, os_of(snap)).kind in RUNS
 
 
-def _too_old(snap: Snapshot, matrix: Any, cuda: str) -> bool:
+def _too_old(snap: Snapshot, matrix: Matrix, cuda: str) -> bool:
     driver = driver_version(snap)
-    return bool(driver) and matrix.cuda.driver_support(driver, cuda, os_of(snap)).kind == "too_old"
+    return bool(driver) and matrix.cuda.driver_support(driver or "", cuda, os_of(snap)).kind == "too_old"
 
 
 def _stack_target(snap: Snapshot, exclude: str) -> Optional[Tuple[int, str, str]]:
@@ -53,7 +56,7 @@ def _stack_target(snap: Snapshot, exclude: str) -> Optional[Tuple[int, str, str]
 # ---------------------------------------------------------------------------- CuPy
 
 
-def _cupy_dists(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> List[str]:
+def _cupy_dists(snap: Snapshot, matrix: Matrix, b: FrameworkBuild) -> List[str]:
     """Every CuPy distribution installed: the probe's, what it saw besides, and pip's list."""
     names = [dist_name(b) or ""] + [x.strip().split("==")[0] for x in b.details.get("also_installed", "").split(",")]
     names += [p.name for p in snap.packages or ()]
@@ -65,7 +68,7 @@ def _cupy_dists(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> List[str]:
     return out
 
 
-def cupy_alternative(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Optional[Any]:
+def cupy_alternative(snap: Snapshot, matrix: Matrix, b: FrameworkBuild) -> Optional[Any]:
     """A CuPy distribution for the driver's CUDA, when this one's CUDA is too new for the driver."""
     dcuda = driver_cuda(snap, matrix)
     if b.variant != "cuda" or not b.cuda or not dcuda or not _too_old(snap, matrix, b.cuda):
@@ -75,7 +78,7 @@ def cupy_alternative(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Optional
     return found[0] if found else None
 
 
-def cupy_install(snap: Snapshot, matrix: Any, b: FrameworkBuild, reason: str, cuda: Optional[str] = None) -> Fixed:
+def cupy_install(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, reason: str, cuda: Optional[str] = None) -> Fixed:
     """Uninstall every CuPy distribution, install the one for ``cuda`` (default: the stack's, else the driver's)."""
     target = cuda or (_stack_target(snap, "cupy") or (0, None, ""))[1] or driver_cuda(snap, matrix)
     if not target:
@@ -91,7 +94,7 @@ def cupy_install(snap: Snapshot, matrix: Any, b: FrameworkBuild, reason: str, cu
             (ref("cupy.json", dist.distribution),))
 
 
-def check_cupy(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_cupy(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     out = []
     for b in normalized(snap, matrix):
         if b.name != "cupy":
@@ -118,7 +121,7 @@ def check_cupy(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def _cupy_major(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Optional[Finding]:
+def _cupy_major(snap: Snapshot, matrix: Matrix, b: FrameworkBuild) -> Optional[Finding]:
     mine = major(b.cuda or "")
     alt = cupy_alternative(snap, matrix, b)
     dcuda = driver_cuda(snap, matrix)
@@ -168,7 +171,7 @@ def _jax_version(b: FrameworkBuild) -> Optional[str]:
     return b.version or b.details.get("jaxlib")
 
 
-def jax_alternative(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Optional[Any]:
+def jax_alternative(snap: Snapshot, matrix: Matrix, b: FrameworkBuild) -> Optional[Any]:
     """The same release's build for a CUDA major the driver runs, when this plugin's is too new."""
     version = _jax_version(b)
     mine = major(b.cuda or "")
@@ -179,7 +182,7 @@ def jax_alternative(snap: Snapshot, matrix: Any, b: FrameworkBuild) -> Optional[
     return fits[-1] if fits else None
 
 
-def install_jax(snap: Snapshot, matrix: Any, b: FrameworkBuild, cuda_major: Optional[int] = None,
+def install_jax(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, cuda_major: Optional[int] = None,
                 lead: str = "Install JAX's CUDA build") -> Fixed:
     version = _jax_version(b)
     rel = matrix.ecosystem.jax_release(version) if version else None
@@ -188,7 +191,7 @@ def install_jax(snap: Snapshot, matrix: Any, b: FrameworkBuild, cuda_major: Opti
     stack = _stack_target(snap, "jax")
     want = cuda_major or (stack[0] if stack else None)
     runnable = [x for x in rel.builds if _runs(snap, matrix, str(x.cuda_major))] or list(rel.builds)
-    build = rel.build(want) if want is not None and rel.build(want) else runnable[-1]
+    build = (rel.build(want) if want is not None else None) or runnable[-1]
     extra = next((e for e in (f"cuda{build.cuda_major}", f"cuda{build.cuda_major}_pip") if e in build.extras),
                  build.extras[0] if build.extras else None)
     if extra is None:
@@ -200,7 +203,7 @@ def install_jax(snap: Snapshot, matrix: Any, b: FrameworkBuild, cuda_major: Opti
             (ref("jax.json", f"{rel.first or '..'}-{rel.last or '..'}"),))
 
 
-def check_jax_plugin(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_jax_plugin(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     out = []
     for b in normalized(snap, matrix):
         alt = jax_alternative(snap, matrix, b) if b.name == "jax" else None
@@ -227,7 +230,7 @@ def check_jax_plugin(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- ONNX Runtime
 
 
-def install_ort(snap: Snapshot, matrix: Any, b: FrameworkBuild, cuda_major: Optional[int] = None,
+def install_ort(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, cuda_major: Optional[int] = None,
                 lead: str = "Install onnxruntime-gpu") -> Fixed:
     """onnxruntime-gpu for ``cuda_major`` (default: the stack's, else the driver's), this release if it has one."""
     eco = matrix.ecosystem
@@ -249,7 +252,7 @@ def install_ort(snap: Snapshot, matrix: Any, b: FrameworkBuild, cuda_major: Opti
             (ref("onnxruntime.json", f"{build.first}-{build.last}"),))
 
 
-def check_onnxruntime(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_onnxruntime(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     out = []
     for b in normalized(snap, matrix):
         if b.name != "onnxruntime" or b.variant != "cuda":
@@ -281,7 +284,7 @@ def check_onnxruntime(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- TensorFlow [and-cuda]
 
 
-def check_tf_and_cuda(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_tf_and_cuda(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     host = snap.host
     if (host and host.os not in (None, "linux")) or not gpus(snap) or snap.packages is None or snap.libraries is None:
         return []

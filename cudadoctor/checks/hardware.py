@@ -8,10 +8,13 @@ and its check stays silent. Findings about several GPUs with the same facts are 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, Dict, Hashable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from cudadoctor.model import Category, Finding, Gpu, Severity, Snapshot
 from cudadoctor.checks.base import Check, finding, gpus, ref
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 K = TypeVar("K", bound=Hashable)
 
@@ -40,14 +43,14 @@ IDLE, POWER_CAP = "gpu_idle", "sw_power_cap"
 # ---------------------------------------------------------------------------- naming
 
 
-def _name(g: Gpu, matrix: Any) -> str:
+def _name(g: Gpu, matrix: Matrix) -> str:
     if g.name:
         return g.name
     model = matrix.gpus.identify(pci_device_id=g.pci_device_id) if g.pci_device_id else None
     return model.name if model else f"PCI device {g.pci_device_id or 'unknown'}"
 
 
-def _label(group: Sequence[Gpu], matrix: Any) -> str:
+def _label(group: Sequence[Gpu], matrix: Matrix) -> str:
     """'GPU 0 (NVIDIA H100 80GB HBM3)', 'GPUs 0, 3 (NVIDIA H100 80GB HBM3)', 'GPUs 0 (A), 1 (B)'."""
     names = [_name(g, matrix) for g in group]
     if len(group) == 1:
@@ -78,7 +81,7 @@ def _plural(n: int, word: str) -> str:
 # ---------------------------------------------------------------------------- lost GPU
 
 
-def check_gpu_lost(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_gpu_lost(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """NVML (or nvidia-smi) says a GPU is lost: it fell off the PCIe bus (Xid 79)."""
     lost = [e for e in snap.errors if e.probe in ("gpus", "driver") and _LOST.search(e.detail)]
     if not lost:
@@ -140,7 +143,7 @@ def _reset(index: int) -> str:
     return f"sudo nvidia-smi -r -i {index}    # reset the GPU: stop every process on it first (or reboot)"
 
 
-def check_ecc(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_ecc(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Uncorrected (double-bit) ECC errors: since the driver loaded (error), or only in the
     GPU's lifetime count (warning)."""
     out: List[Finding] = []
@@ -179,7 +182,7 @@ def check_ecc(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def check_memory_repair(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_memory_repair(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Page retirement or row remapping waiting for a reset, or a row remap that failed."""
     out: List[Finding] = []
     for g in gpus(snap):
@@ -235,7 +238,7 @@ def _idle(g: Gpu) -> Optional[bool]:
     return None if g.clocks_event_reasons is None else IDLE in g.clocks_event_reasons
 
 
-def check_pcie_link(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_pcie_link(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """A link trained narrower than GPU and slot allow (always a problem), or a slower generation
     while the GPU is busy (at idle a lower generation is normal power saving)."""
     out: List[Finding] = []
@@ -291,7 +294,7 @@ def check_pcie_link(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- clocks
 
 
-def check_throttling(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_throttling(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Clocks held back now by heat or by the power supply (warning); by the board's power limit
     under load (a note: that is how GPUs run at full load)."""
     out: List[Finding] = []

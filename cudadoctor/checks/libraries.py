@@ -20,7 +20,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from cudadoctor.matrix.versions import major, vkey
 from cudadoctor.model import (
@@ -34,6 +34,9 @@ from cudadoctor.model import (
     Snapshot,
 )
 from cudadoctor.checks.base import Check, cuda_builds, finding, ref
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -104,11 +107,11 @@ def _ld_path_without(snap: Snapshot, dirs: Sequence[str]) -> Optional[str]:
     return f"export LD_LIBRARY_PATH={shlex.quote(':'.join(kept))}" if kept else "unset LD_LIBRARY_PATH"
 
 
-def _torch_variant(matrix: Any, build: FrameworkBuild) -> Any:
+def _torch_variant(matrix: Matrix, build: FrameworkBuild) -> Any:
     return matrix.pytorch.variant_for_build(build.version or "", build.cuda)
 
 
-def _tf_config(matrix: Any, build: FrameworkBuild) -> Any:
+def _tf_config(matrix: Matrix, build: FrameworkBuild) -> Any:
     return matrix.ecosystem.tf_config(build.version or "")
 
 
@@ -116,7 +119,7 @@ def _label(build: FrameworkBuild) -> str:
     return f"{build.name} {build.version}"
 
 
-def _reinstall(matrix: Any, build: FrameworkBuild) -> List[str]:
+def _reinstall(matrix: Matrix, build: FrameworkBuild) -> List[str]:
     """pip commands that bring back a pip build's CUDA wheels (pip installs missing dependencies
     of a requirement that is already satisfied)."""
     base = (build.version or "").split("+")[0]
@@ -128,7 +131,7 @@ def _reinstall(matrix: Any, build: FrameworkBuild) -> List[str]:
     return [f'pip install "tensorflow[and-cuda]=={base}"'] if config and config.and_cuda_extra else []
 
 
-def _build_source(matrix: Any, build: FrameworkBuild) -> List[str]:
+def _build_source(matrix: Matrix, build: FrameworkBuild) -> List[str]:
     if build.name == "torch":
         variant = _torch_variant(matrix, build)
         release = matrix.pytorch.release(build.version or "")
@@ -140,7 +143,7 @@ def _build_source(matrix: Any, build: FrameworkBuild) -> List[str]:
 # ---------------------------------------------------------------------------- missing libraries
 
 
-def _needs(snap: Snapshot, matrix: Any, build: FrameworkBuild) -> List[Tuple[str, int, str]]:
+def _needs(snap: Snapshot, matrix: Matrix, build: FrameworkBuild) -> List[Tuple[str, int, str]]:
     """(family, soname major, what says so) the build cannot run without."""
     needs: List[Tuple[str, int, str]] = []
     cuda = major(build.cuda or "")
@@ -175,7 +178,7 @@ def _copies(snap: Snapshot, family: str) -> Tuple[LibraryCopy, ...]:
     return lib.copies if lib else ()
 
 
-def check_missing(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_missing(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     if not _listing_complete(snap):
         return []
     out: List[Finding] = []
@@ -187,7 +190,7 @@ def check_missing(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def _missing_finding(snap: Snapshot, matrix: Any, build: FrameworkBuild, missing: List[Tuple[str, int, str]]) -> Finding:
+def _missing_finding(snap: Snapshot, matrix: Matrix, build: FrameworkBuild, missing: List[Tuple[str, int, str]]) -> Finding:
     sonames = [f"{family}.so.{so}" for family, so, _ in missing]
     wheels = [p for p in snap.packages or () if p.name.startswith("nvidia-cudnn")] if snap.packages is not None else None
     need = ", ".join(f"{s} ({why})" for s, (_, _, why) in zip(sonames, missing))
@@ -227,7 +230,7 @@ def _missing_finding(snap: Snapshot, matrix: Any, build: FrameworkBuild, missing
 # ---------------------------------------------------------------------------- shadowed copies
 
 
-def check_shadowed(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_shadowed(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """A copy on LD_LIBRARY_PATH with the soname of one of the framework's own copies, but
     another version, is what the framework loads. cuDNN is left to :func:`check_cudnn_version`."""
     out: List[Finding] = []
@@ -275,7 +278,7 @@ def _shadow_finding(snap: Snapshot, build: FrameworkBuild, pairs: List[Tuple[Lib
 # ---------------------------------------------------------------------------- cuDNN versions
 
 
-def _cudnn_reference(matrix: Any, build: FrameworkBuild) -> Tuple[Optional[str], List[str]]:
+def _cudnn_reference(matrix: Matrix, build: FrameworkBuild) -> Tuple[Optional[str], List[str]]:
     """The cuDNN the build was compiled against (major.minor at least), and the record saying so."""
     if build.name == "torch":
         variant = _torch_variant(matrix, build)
@@ -290,7 +293,7 @@ def _cudnn_reference(matrix: Any, build: FrameworkBuild) -> Tuple[Optional[str],
     return None, []
 
 
-def check_cudnn_version(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_cudnn_version(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     out: List[Finding] = []
     for build in _builds(snap, pip_only=True):
         reference, source = _cudnn_reference(matrix, build)
@@ -309,7 +312,7 @@ def check_cudnn_version(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def _older_finding(snap: Snapshot, matrix: Any, build: FrameworkBuild, loaded: LibraryCopy, reference: str,
+def _older_finding(snap: Snapshot, matrix: Matrix, build: FrameworkBuild, loaded: LibraryCopy, reference: str,
                    order: List[LibraryCopy], source: List[str]) -> Finding:
     rule = ("torch checks at first use that the cuDNN it loads has the same major and at least the minor it was "
             "compiled against ('cuDNN version incompatibility')" if build.name == "torch" else
@@ -341,7 +344,7 @@ def _older_finding(snap: Snapshot, matrix: Any, build: FrameworkBuild, loaded: L
     )
 
 
-def _pin(matrix: Any, build: FrameworkBuild, dist: str) -> Optional[str]:
+def _pin(matrix: Matrix, build: FrameworkBuild, dist: str) -> Optional[str]:
     """The requirement the build puts on ``dist`` ('==9.1.0.70'), from the data."""
     if build.name == "torch":
         variant = _torch_variant(matrix, build)
@@ -351,7 +354,7 @@ def _pin(matrix: Any, build: FrameworkBuild, dist: str) -> Optional[str]:
     return spec
 
 
-def _cudnn_cuda_mismatch(matrix: Any, build: FrameworkBuild, loaded: LibraryCopy) -> Optional[Finding]:
+def _cudnn_cuda_mismatch(matrix: Matrix, build: FrameworkBuild, loaded: LibraryCopy) -> Optional[Finding]:
     """The cuDNN that loads was made for another CUDA major than the build's."""
     cuda = major(build.cuda or "")
     if cuda is None:
@@ -363,7 +366,7 @@ def _cudnn_cuda_mismatch(matrix: Any, build: FrameworkBuild, loaded: LibraryCopy
                f"{owner.group('dist') if owner else ''} {owner.group('version') if owner else ''}, the cuDNN wheel for "
                f"CUDA {suffix.group('cuda')}: it links that CUDA major's cuBLAS and runtime.")
         source: List[str] = []
-    elif _precise(loaded.version) and matrix.toolchain.cudnn_supports(loaded.version, build.cuda) is False:
+    elif _precise(loaded.version) and matrix.toolchain.cudnn_supports(loaded.version or "", build.cuda or "") is False:
         row = matrix.toolchain.cudnn(loaded.version or "")
         majors = ", ".join(str(c.major) for c in row.cuda) if row else "?"
         why = (f"{_label(build)} is a CUDA {build.cuda} build; the cuDNN it would load, {_where(loaded)}, is "
@@ -391,7 +394,7 @@ def _cudnn_cuda_mismatch(matrix: Any, build: FrameworkBuild, loaded: LibraryCopy
 # ---------------------------------------------------------------------------- nvidia-* wheels twice
 
 
-def check_wheel_conflicts(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_wheel_conflicts(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """nvidia-X-cu11 next to nvidia-X-cu12 in one site directory (they unpack into the same
     nvidia/X/lib and overwrite each other's files), or one nvidia-* distribution in several
     versions (two site directories, or two dist-info folders)."""

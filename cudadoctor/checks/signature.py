@@ -11,10 +11,13 @@ which of the possible causes holds here, which the facts rule out, and which can
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from cudadoctor.model import GPU_SOURCES_DRIVER, Category, Finding, Severity, Snapshot
 from cudadoctor.checks.base import Check, finding, ref
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 C = Category
 
@@ -66,7 +69,7 @@ def snippet(match: Any) -> str:
 # ---------------------------------------------------------------------------- the checks
 
 
-def check_error_message(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_error_message(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Each known signature in the error message: its most likely cause, what to verify."""
     text = snap.error_message
     if not text or not text.strip():
@@ -88,7 +91,7 @@ def check_error_message(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def check_error_message_unmatched(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_error_message_unmatched(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """An error message was given, and no known signature is in it: say so, so that nobody
     takes the silence for 'this message is harmless'."""
     text = snap.error_message

@@ -13,11 +13,14 @@ cudadoctor/smoke/suites/_protocol.py.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from cudadoctor.model import Category, Finding, Gpu, Severity, SmokeResult, SmokeTest, Snapshot
 from cudadoctor.checks.base import Check, finding, ref
 from cudadoctor.checks.signature import label as cause_label
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 C = Category
 E, W = Severity.ERROR, Severity.WARNING
@@ -95,14 +98,14 @@ def _text_of(r: SmokeResult, tests: Sequence[SmokeTest]) -> str:
     return "\n".join(parts + [r.reason, r.stderr_tail])
 
 
-def _signature(matrix: Any, text: str) -> Any:
+def _signature(matrix: Matrix, text: str) -> Any:
     try:
         return matrix.signatures.first(text)
     except Exception:  # no signature data: the finding only loses its explanation
         return None
 
 
-def _hardware_signature(matrix: Any, text: str) -> Any:
+def _hardware_signature(matrix: Matrix, text: str) -> Any:
     """The first error signature in ``text`` whose most likely cause is a hardware fault."""
     try:
         found = matrix.signatures.match(text) if text.strip() else []
@@ -136,7 +139,7 @@ def _counter_evidence(t: SmokeTest) -> List[str]:
     return out
 
 
-def _hardware_evidence(t: SmokeTest, matrix: Any) -> Tuple[List[str], Optional[str]]:
+def _hardware_evidence(t: SmokeTest, matrix: Matrix) -> Tuple[List[str], Optional[str]]:
     """Why a test points to the hardware, and the errors.json record that says so."""
     found = _counter_evidence(t)
     source = None
@@ -245,7 +248,7 @@ def _driver_verdict(snap: Snapshot, r: SmokeResult) -> str:
     return f" The driver suite was skipped ({_short(driver.reason, 120)}), so it cannot tell driver from {fw}."
 
 
-def _failure(snap: Snapshot, matrix: Any, i: int, r: SmokeResult, bad: Sequence[SmokeTest]) -> Finding:
+def _failure(snap: Snapshot, matrix: Matrix, i: int, r: SmokeResult, bad: Sequence[SmokeTest]) -> Finding:
     driver = r.suite == "driver"
     why = _failure_facts(r, bad) + _driver_verdict(snap, r)
     m = _signature(matrix, _text_of(r, bad))
@@ -300,7 +303,7 @@ def _unseen_gpu(snap: Snapshot, i: int, r: SmokeResult) -> Optional[Finding]:
     )
 
 
-def _software_failures(r: SmokeResult, matrix: Any) -> Optional[List[SmokeTest]]:
+def _software_failures(r: SmokeResult, matrix: Matrix) -> Optional[List[SmokeTest]]:
     """The failing tests that do not point to the hardware (the hardware finding covers the
     others); None when the suite failed only through such tests."""
     bad = _bad(r)
@@ -310,7 +313,7 @@ def _software_failures(r: SmokeResult, matrix: Any) -> Optional[List[SmokeTest]]
     return software or bad
 
 
-def check_smoke_failed(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_smoke_failed(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """A suite that failed, could not run, crashed or timed out (not when only the hardware failed)."""
     out: List[Finding] = []
     for i, r in _results(snap):
@@ -325,12 +328,12 @@ def check_smoke_failed(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def check_smoke_driver(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_smoke_driver(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """The driver suite failed: libcuda could not run the embedded PTX kernels."""
     return [f for f in check_smoke_failed(snap, matrix) if f.code == "smoke-driver-failed"]
 
 
-def check_smoke_frameworks(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_smoke_frameworks(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """A framework suite failed, or skipped while the driver suite ran on a GPU."""
     return [f for f in check_smoke_failed(snap, matrix) if f.code == "smoke-framework-failed"]
 
@@ -344,7 +347,7 @@ def _hardware_commands(gpu: Optional[int]) -> List[str]:
             "cudadoctor smoke --tier standard" + (f" --gpu {gpu}" if gpu is not None else "")]
 
 
-def check_smoke_hardware(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_smoke_hardware(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Tests whose numbers or errors point to the GPU's hardware: memory read back wrong, results
     differing between identical runs, ECC counters rising, Xid errors; one finding per suite and GPU."""
     out: List[Finding] = []
@@ -410,7 +413,7 @@ def traffic_gbs(t: SmokeTest) -> Optional[float]:
     return 2 * copied if copied is not None else None
 
 
-def _peak(snap: Snapshot, matrix: Any, r: SmokeResult, t: SmokeTest) -> Optional[Tuple[float, str, List[str]]]:
+def _peak(snap: Snapshot, matrix: Matrix, r: SmokeResult, t: SmokeTest) -> Optional[Tuple[float, str, List[str]]]:
     """(peak GB/s, whose figure, source): the suite's expected figure, the GPU table's, or the
     peak the driver suite computed from the GPU's memory clock and bus width."""
     if t.metrics.get("expected_gbs"):
@@ -430,7 +433,7 @@ def _peak(snap: Snapshot, matrix: Any, r: SmokeResult, t: SmokeTest) -> Optional
     return None
 
 
-def check_smoke_bandwidth(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_smoke_bandwidth(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """Device memory bandwidth measured below half of the GPU's peak (compat_data/gpus.json)."""
     out: List[Finding] = []
     for i, r in _results(snap):

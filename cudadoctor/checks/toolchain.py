@@ -11,11 +11,15 @@ warnings, and none is raised on facts that are unknown.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Severity, Snapshot, Toolkit
 from cudadoctor.checks.base import Check, cuda_builds, finding, ref
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+    from cudadoctor.matrix.toolchain import HostCompilerRow
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -72,7 +76,7 @@ def _root(tk: Toolkit) -> str:
 # ---------------------------------------------------------------------------- CUDA_HOME
 
 
-def check_cuda_home_exists(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_cuda_home_exists(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     out: List[Finding] = []
     for tk in _toolkits(snap):
         names = _via_variable(tk)
@@ -98,7 +102,7 @@ def check_cuda_home_exists(snap: Snapshot, matrix: Any) -> List[Finding]:
     return out
 
 
-def check_cuda_home_vs_path(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_cuda_home_vs_path(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     home = snap.active_toolkit
     path = _path_nvcc(snap)
     if not (home and path and home is not path and _via_variable(home) and _usable(home) and _usable(path)):
@@ -130,7 +134,7 @@ def check_cuda_home_vs_path(snap: Snapshot, matrix: Any) -> List[Finding]:
 # ---------------------------------------------------------------------------- nvcc vs torch
 
 
-def check_nvcc_torch(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_nvcc_torch(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     torch = _torch(snap)
     tk = snap.active_toolkit
     if not torch or not _usable(tk) or tk is None:
@@ -194,7 +198,7 @@ def _host_compilers(snap: Snapshot) -> List[Tuple[str, Compiler]]:
     return out
 
 
-def check_host_compiler(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_host_compiler(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     if snap.host is not None and snap.host.os == "windows":
         return []
     toolkits: List[Toolkit] = []
@@ -205,13 +209,14 @@ def check_host_compiler(snap: Snapshot, matrix: Any) -> List[Finding]:
     for tk in toolkits:
         for family, compiler in _host_compilers(snap):
             query = matrix.toolchain.gcc_supported if family == "gcc" else matrix.toolchain.clang_supported
-            if query(tk.version, compiler.version) is False:
-                out.append(_compiler_finding(snap, matrix, tk, family, compiler))
+            row = matrix.toolchain.compiler_limit(tk.version or "")
+            if row is not None and query(tk.version or "", compiler.version or "") is False:
+                out.append(_compiler_finding(snap, matrix, tk, family, compiler, row))
     return out
 
 
-def _compiler_finding(snap: Snapshot, matrix: Any, tk: Toolkit, family: str, compiler: Compiler) -> Finding:
-    row = matrix.toolchain.compiler_limit(tk.version)
+def _compiler_finding(snap: Snapshot, matrix: Matrix, tk: Toolkit, family: str, compiler: Compiler,
+                      row: HostCompilerRow) -> Finding:
     low, high = (row.gcc_min, row.gcc_max) if family == "gcc" else (row.clang_min, row.clang_max)
     have = major(compiler.version or "") or 0
     too_new = high is not None and have > high
@@ -240,10 +245,10 @@ def _compiler_finding(snap: Snapshot, matrix: Any, tk: Toolkit, family: str, com
     )
 
 
-def _first_toolkit_accepting(matrix: Any, family: str, have: int) -> Optional[str]:
+def _first_toolkit_accepting(matrix: Matrix, family: str, have: int) -> Optional[str]:
     for row in matrix.toolchain.compilers:
         limit = matrix.toolchain.compiler_limit(row.cuda)
-        high = limit.gcc_max if family == "gcc" else limit.clang_max
+        high = (limit.gcc_max if family == "gcc" else limit.clang_max) if limit else None
         if high is not None and high >= have:
             return str(row.cuda)
     return None
@@ -252,7 +257,7 @@ def _first_toolkit_accepting(matrix: Any, family: str, have: int) -> Optional[st
 # ---------------------------------------------------------------------------- no nvcc
 
 
-def check_nvcc_needed(snap: Snapshot, matrix: Any) -> List[Finding]:
+def check_nvcc_needed(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     """No nvcc anywhere, while the snapshot shows it will be needed: a tensorflow[and-cuda]
     release whose pins (tensorflow.json) include the nvcc wheel (XLA compiles with its ptxas at
     run time) without that wheel, or variables only a CUDA build reads."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import traceback
 from typing import List, Optional
 
 import click
@@ -95,6 +94,8 @@ def run(args: List[str]) -> int:
         return ExitCode.OK
     except Exception as exc:  # a bug: say so in one line, traceback only with --debug
         if debug:
+            import traceback
+
             traceback.print_exc()
         sys.stderr.write(
             f"cudadoctor: internal error: {type(exc).__name__}: {exc}\n"

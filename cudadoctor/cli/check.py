@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Optional, Tuple
 
 import click
 
 from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.host import DEFAULT_TIMEOUT_S
-from cudadoctor.reports.build import with_quick_smoke
 from cudadoctor.cli.output import emit, exit_code, format_options
 
 
@@ -28,27 +26,18 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
           no_smoke: bool, machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
           fail_on: str) -> int:
     """Probe the driver, GPUs, toolkits, libraries and framework builds, and say what is wrong."""
-    from cudadoctor.api import collect, diagnose, make_report
+    from cudadoctor.api import checked_report
 
     if list_checks:
         return _list()
     _known(checks)
     from cudadoctor.host.recorded import replay
 
-    host = replay(machine)
-    if python is not None and machine is None and not os.path.exists(python):
-        raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
-    snapshot = collect(python=python, timeout=timeout, host=host)
-    if python is not None and snapshot.python is None:
-        reason = snapshot.errors_of("python")
-        raise CudadoctorError(
-            f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""),
-        )
-    if not (no_smoke or no_checks or checks or machine):
-        snapshot = with_quick_smoke(snapshot, python)
-    findings = None if no_checks else diagnose(snapshot, only=checks or None)
-    emit(make_report(snapshot, findings), fmt, as_json, verbose, color)
-    return exit_code(findings or (), fail_on)
+    report = checked_report(python=python, timeout=timeout, host=replay(machine), only=checks or None,
+                            checks=not no_checks, smoke=not (no_smoke or no_checks or checks or machine),
+                            option="--python ", strict_python=True)
+    emit(report, fmt, as_json, verbose, color)
+    return exit_code(report.findings, fail_on)
 
 
 def _list() -> int:

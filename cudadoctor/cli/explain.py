@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import click
 
@@ -14,6 +14,9 @@ from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.oncall.explanation import Checked, explain_message, judge
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.model import Snapshot
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 __all__ = ["Checked", "explain"]
 MAX_TEXT = 16 * 1024 * 1024  # characters of a log read; the matcher is fast, memory is the limit
@@ -77,17 +80,16 @@ def _message(text: Tuple[str, ...]) -> str:
 
 
 def _check(message: str, facts_file: Optional[str], snapshot_file: Optional[str], machine: Optional[str],
-           python: Optional[str], timeout: float, matrix: Any) -> Checked:
+           python: Optional[str], timeout: float, matrix: Matrix) -> Checked:
     if facts_file or snapshot_file:
         kind, path = ("facts", facts_file) if facts_file else ("snapshot", snapshot_file)
         assert path is not None
         return judge(message, _load(kind, path), kind, path, matrix)
-    from cudadoctor.api import collect
+    from cudadoctor.api import checked_interpreter, collect
     from cudadoctor.host.recorded import replay
 
-    if python is not None and machine is None and not os.path.exists(python):
-        raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
-    snapshot = collect(python=python, timeout=timeout, host=replay(machine))
+    host = replay(machine)
+    snapshot = collect(python=checked_interpreter(python, host, "--python "), timeout=timeout, host=host)
     executable = snapshot.python.executable if snapshot.python else None
     if machine:
         return judge(message, snapshot, "recorded", machine, matrix)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 import click
 
@@ -18,6 +18,9 @@ from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.planner.managers import MANAGERS
 from cudadoctor.planner.target import OSES, PLATFORMS
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 
 @click.command()
@@ -54,13 +57,13 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
     target, where = _target(matrix, driver, gpus, ccs, python, os_name, platform, timeout, machine)
     result = plan_install(matrix, target, packages, manager, version, cuda, index_url)
     checked = _verify(matrix, result, timeout) if verify else None
-    (print_json if as_json else print_text)(result, where, checked)
+    (print_json if as_json else print_text)(result, where, checked, matrix.data_version)
     if checked is not None and not all(v.ok for v in checked.values()):
         return ExitCode.FINDINGS
     return ExitCode.OK if result.ok else ExitCode.FINDINGS
 
 
-def _target(matrix: Any, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str],
+def _target(matrix: Matrix, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str],
             os_name: Optional[str], platform: Optional[str], timeout: float, machine: Optional[str]) -> Tuple[Any, str]:
     from cudadoctor.planner.target import described, from_snapshot, with_python
 
@@ -86,7 +89,7 @@ def _is_path(value: str) -> bool:
     return os.sep in value or "/" in value or value.startswith(".") or value.lower().startswith("python")
 
 
-def _verify(matrix: Any, result: Any, timeout: float) -> Any:
+def _verify(matrix: Matrix, result: Any, timeout: float) -> Any:
     """{package: VerifyResult} for each pip/uv plan's exact pins, against the index pip will use."""
     from cudadoctor.planner.managers import index_for
     from cudadoctor.planner.verify import verify

@@ -19,9 +19,8 @@ from cudadoctor.reports.build import (
     REPORT_FORMATS,
     check_patterns,
     finish_report,
-    render_report,
-    with_quick_smoke,
 )
+from cudadoctor.render import render_report
 
 FORMATS = REPORT_FORMATS
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".json": "json"}
@@ -52,7 +51,7 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
            no_redact: bool, keep_hostname: bool, max_length: Optional[int], timeout: float, machine: Optional[str]) -> int:
     """A report to paste into a bug tracker: verdict, key versions, findings, every fact, and the
     JSON a maintainer replays with `cudadoctor diagnose`. Redacted unless --no-redact."""
-    from cudadoctor.api import collect, diagnose, make_report
+    from cudadoctor.api import checked_report
     from cudadoctor.reports.node import expand, node_name
     from cudadoctor.host.recorded import replay
 
@@ -60,19 +59,11 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
         raise CudadoctorError("--no-redact keeps every value: it does not go with --redact or --keep-hostname")
     compiled = check_patterns(patterns)
     name = fmt or _default_format(output)
-    host = replay(machine)
-    if python is not None and machine is None and not os.path.exists(python):
-        raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
-    snapshot = collect(python=python, timeout=timeout, host=host)
-    if python is not None and snapshot.python is None:
-        reason = snapshot.errors_of("python")
-        raise CudadoctorError(
-            f"--python {python} did not answer as a Python interpreter" + (f": {reason[0].detail}" if reason else ""))
-    if smoke and machine is None:
-        snapshot = with_quick_smoke(snapshot, python)
+    checked = checked_report(python=python, timeout=timeout, host=replay(machine), smoke=smoke and machine is None,
+                             option="--python ", strict_python=True)
     # the node is where the report is written, also when it replays a recorded machine
-    result = finish_report(make_report(snapshot, diagnose(snapshot)), redact=not no_redact,
-                           keep_hostname=keep_hostname, patterns=compiled, node=node_name(snapshot))
+    result = finish_report(checked, redact=not no_redact, keep_hostname=keep_hostname, patterns=compiled,
+                           node=node_name(checked.snapshot))
     color = output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     text = render_report(result, name, color, max_length)
     if output is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import sys
 from typing import Dict, Optional, Sequence, Tuple
@@ -67,7 +66,7 @@ def smoke(suites: Tuple[str, ...], tier: str, gpu: Optional[str], duration: Opti
           python: Optional[str], suite_paths: Tuple[str, ...], as_json: bool, fmt: Optional[str], verbose: bool,
           color: Optional[bool], fail_on: str) -> int:
     """Run small real workloads on the GPUs (each suite in its own process) and diagnose with the outcome."""
-    from cudadoctor.api import collect, diagnose, make_report
+    from cudadoctor.api import checked_interpreter, collect, diagnose, make_report
     from cudadoctor.smoke import SUITES
     from cudadoctor.smoke.runner import expectations, run_suite
 
@@ -79,9 +78,7 @@ def smoke(suites: Tuple[str, ...], tier: str, gpu: Optional[str], duration: Opti
     seconds = parse_duration(duration) if duration is not None else None
     if seconds is not None and tier != "stress":
         raise CudadoctorError("--duration applies to the stress tier", hint="add --tier stress")
-    if python is not None and not os.path.exists(python):
-        raise CudadoctorError(f"--python {python}: no such file", hint="give the path of a Python interpreter")
-    snapshot = collect(python=python)
+    snapshot = collect(python=checked_interpreter(python, None, "--python "))
     target = python or (snapshot.python.executable if snapshot.python and snapshot.python.executable else None)
     chosen = list(dict.fromkeys(suites)) or default_suites(snapshot)
     results = []

@@ -268,20 +268,15 @@ class RealHost:
         return dict(os.environ)
 
     def platform(self) -> PlatformFacts:
-        import getpass
         import platform
-        import socket
 
-        try:
-            user = getpass.getuser()
-        except Exception:  # no USER and no passwd entry, e.g. an arbitrary container uid
-            user = ""
+        user = _user_name()
         libc_name, libc_version = platform.libc_ver()
         return PlatformFacts(
             system=platform.system(),
             release=platform.release(),
             machine=platform.machine(),
-            hostname=socket.gethostname(),
+            hostname=_host_name(),
             username=user,
             cpu_count=os.cpu_count(),
             libc=f"{libc_name} {libc_version}".strip(),
@@ -399,3 +394,26 @@ def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (OSError, AttributeError):
         proc.kill()
+
+
+def _user_name() -> str:
+    """What getpass.getuser() answers (LOGNAME, USER, LNAME, USERNAME, then the passwd entry),
+    without importing getpass; "" for an arbitrary container uid with neither."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if os.environ.get(name):
+            return os.environ[name]
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, AttributeError):
+        return ""
+
+
+def _host_name() -> str:
+    """socket.gethostname() without importing socket where os.uname() answers the same."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 
 if TYPE_CHECKING:  # the checks and the matrix load when something is explained, not at import
+    from cudadoctor.matrix import Matrix
     from cudadoctor.checks.signature import Cause
     from cudadoctor.matrix.signatures import SignatureMatch
 
@@ -159,7 +160,7 @@ def message_of(error: Union[str, BaseException]) -> str:
     return "".join(heads) + "\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__))
 
 
-def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Any = None) -> Checked:
+def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Optional[Matrix] = None) -> Checked:
     """Run every check on ``snapshot`` with the message as its ``error_message``."""
     from cudadoctor.checks import run_checks
     from cudadoctor.data.source import default_matrix
@@ -168,7 +169,7 @@ def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Any = 
     return Checked(kind, what, snapshot, tuple(run_checks(snapshot, matrix or default_matrix())))
 
 
-def explain_message(message: str, checked: Optional[Checked] = None, matrix: Any = None) -> Explanation:
+def explain_message(message: str, checked: Optional[Checked] = None, matrix: Optional[Matrix] = None) -> Explanation:
     """The explanation of ``message``; its causes judged on ``checked`` when given."""
     from cudadoctor.checks import CHECKS
     from cudadoctor.checks.signature import causes

@@ -122,7 +122,8 @@ def _write_report(path: str, checked: Any, quiet: bool) -> None:
     """A redacted JSON report of the machine, with the error lines in it (`error_message`)."""
     from cudadoctor.api import make_report
     from cudadoctor.reports.node import node_name
-    from cudadoctor.reports.build import finish_report, render_report
+    from cudadoctor.reports.build import finish_report
+    from cudadoctor.render import render_report
 
     result = finish_report(make_report(checked.snapshot, checked.findings), node=node_name(checked.snapshot))
     text = render_report(result, "json")

@@ -10,7 +10,7 @@ pin is the series (``==0.11.*``) and the plan says so.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cudadoctor.matrix._ecocommon import in_range, span
 from cudadoctor.matrix.versions import major, matches, vkey
@@ -27,10 +27,13 @@ from cudadoctor.planner.plan import (
 )
 from cudadoctor.planner.target import Target
 
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+
 FRAMEWORKS = ("tensorflow", "jax", "cupy", "onnxruntime-gpu")
 
 
-def plan_framework(matrix: Any, name: str, target: Target, version: Optional[str] = None,
+def plan_framework(matrix: Matrix, name: str, target: Target, version: Optional[str] = None,
                    cuda: Optional[str] = None, prefer: Optional[int] = None) -> Result:
     """The build of ``name`` (tensorflow, jax, cupy, onnxruntime-gpu) for ``target``: the newest
     that fits, at its version the CUDA major ``prefer`` when that fits too."""
@@ -46,7 +49,7 @@ def plan_framework(matrix: Any, name: str, target: Target, version: Optional[str
     return result
 
 
-def known_version(matrix: Any, name: str, version: str) -> bool:
+def known_version(matrix: Matrix, name: str, version: str) -> bool:
     """Does compat_data know a release (or series) ``version`` of ``name`` at all?"""
     eco = matrix.ecosystem
     if name in ("torch", "torchvision", "torchaudio"):
@@ -60,7 +63,7 @@ def known_version(matrix: Any, name: str, version: str) -> bool:
     return any(b.contains(version) or matches(b.last, version) for b in eco.onnxruntime.builds)
 
 
-def _gpu_ok(matrix: Any, target: Target) -> Callable[[str], bool]:
+def _gpu_ok(matrix: Matrix, target: Target) -> Callable[[str], bool]:
     def ok(driver: str) -> bool:
         return all(matrix.gpus.driver_support(cc, driver).kind != "driver_dropped_gpu"
                    for cc in target.compute_capabilities)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.versions import major
@@ -21,6 +21,9 @@ from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framew
 from cudadoctor.planner.managers import MANAGERS, Steps, render
 from cudadoctor.planner.plan import NoFit, PackagePlan, Result, from_no_plan, from_torch, with_reason
 from cudadoctor.planner.target import Installed, Target, with_gpu_build
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 TORCH_FAMILY = ("torch",) + COMPANIONS
 PACKAGES = TORCH_FAMILY + FRAMEWORKS
@@ -81,7 +84,7 @@ class _Stack:
     torch: Optional[PackagePlan] = None
 
 
-def plan_install(matrix: Any, target: Target, packages: Sequence[str], manager: Optional[str] = None,
+def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manager: Optional[str] = None,
                  version: Optional[str] = None, cuda: Optional[str] = None,
                  index_url: Optional[str] = None) -> InstallResult:
     """Plan ``packages`` for ``target``. ``version`` keeps the one framework asked for to that
@@ -106,7 +109,7 @@ def plan_install(matrix: Any, target: Target, packages: Sequence[str], manager: 
     return InstallResult(target, manager, tuple(results), index_url)
 
 
-def _plan_one(matrix: Any, target: Target, name: str, members: Tuple[str, ...], version: Optional[str],
+def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...], version: Optional[str],
               cuda: Optional[str], manager: str, index_url: Optional[str], stack: _Stack) -> PackageResult:
     prefer = stack.major if stack.major is not None else _stack_major(target, name)
     if name == "torch":
@@ -132,7 +135,7 @@ def _plan_one(matrix: Any, target: Target, name: str, members: Tuple[str, ...], 
     return PackageResult(name, members, result, None, gpu, remove, render(matrix, result, manager, remove, index_url))
 
 
-def _check_version(matrix: Any, requests: Sequence[Tuple[str, Tuple[str, ...]]], version: Optional[str]) -> None:
+def _check_version(matrix: Matrix, requests: Sequence[Tuple[str, Tuple[str, ...]]], version: Optional[str]) -> None:
     if not version:
         return
     if len(requests) > 1:
@@ -144,7 +147,7 @@ def _check_version(matrix: Any, requests: Sequence[Tuple[str, Tuple[str, ...]]],
                               hint=f"cudadoctor data show {_TABLES[name]} lists the releases it knows")
 
 
-def _cudnn_note(matrix: Any, torch: PackagePlan, plan: PackagePlan) -> PackagePlan:
+def _cudnn_note(matrix: Matrix, torch: PackagePlan, plan: PackagePlan) -> PackagePlan:
     """torch's wheels bring their cuDNN; a framework built for another cuDNN major cannot share it."""
     if not (torch.gpu and plan.gpu and torch.cudnn and plan.cudnn) or major(torch.cudnn) == major(plan.cudnn):
         return plan
@@ -154,7 +157,7 @@ def _cudnn_note(matrix: Any, torch: PackagePlan, plan: PackagePlan) -> PackagePl
     return replace(plan, notes=plan.notes + (note,))
 
 
-def _check_cuda(matrix: Any, cuda: str) -> str:
+def _check_cuda(matrix: Matrix, cuda: str) -> str:
     text = cuda.strip()
     known = {".".join(t.cuda.split(".")[:2]) for t in matrix.cuda.toolkits} | {t.cuda.split(".")[0] for t in matrix.cuda.toolkits}
     if text not in known:
@@ -162,7 +165,7 @@ def _check_cuda(matrix: Any, cuda: str) -> str:
     return text
 
 
-def _torch_version(matrix: Any, members: Sequence[str], version: Optional[str]) -> Optional[str]:
+def _torch_version(matrix: Matrix, members: Sequence[str], version: Optional[str]) -> Optional[str]:
     """--version with torchvision alone may name torchvision's version: the torch it was made for."""
     if not version or matrix.pytorch.release(version) is not None:
         return version
@@ -184,7 +187,7 @@ def _stack_major(target: Target, exclude: str) -> Optional[int]:
     return Counter(majors).most_common(1)[0][0] if majors else None
 
 
-def _driver_blocks_gpus(matrix: Any, t: Target) -> Optional[Tuple[Reason, Optional[str]]]:
+def _driver_blocks_gpus(matrix: Matrix, t: Target) -> Optional[Tuple[Reason, Optional[str]]]:
     """The driver's branch does not support a GPU at all (too new for Kepler, too old for
     Blackwell): (why, the first branch that does, when a newer driver is the fix)."""
     if not (t.gpu_build and t.driver):
@@ -203,7 +206,7 @@ def _driver_blocks_gpus(matrix: Any, t: Target) -> Optional[Tuple[Reason, Option
     return None
 
 
-def _blocked(matrix: Any, t: Target, name: str, members: Sequence[str], version: Optional[str], cuda: Optional[str],
+def _blocked(matrix: Matrix, t: Target, name: str, members: Sequence[str], version: Optional[str], cuda: Optional[str],
              blocked: Tuple[Reason, Optional[str]]) -> NoFit:
     reason, first = blocked
     if first is None:
@@ -224,7 +227,7 @@ def _blocked(matrix: Any, t: Target, name: str, members: Sequence[str], version:
 # ---------------------------------------------------------------------- torch
 
 
-def _torch(matrix: Any, t: Target, members: Sequence[str], version: Optional[str],
+def _torch(matrix: Matrix, t: Target, members: Sequence[str], version: Optional[str],
            cuda: Optional[str]) -> Tuple[Result, Optional[Result]]:
     found = plan_torch(matrix, t.driver, t.driver_os, t.python, t.compute_capabilities if t.gpu_build else [],
                        t.platform, version=version, cuda=cuda, gpu=t.gpu_build)
@@ -249,7 +252,7 @@ def _cpu_because(plan: PackagePlan, t: Target) -> PackagePlan:
     return replace(plan, reasons=(Reason(f"{t.cpu_because}: the CPU build", first.source),) + plan.reasons[1:])
 
 
-def _gpu_build(matrix: Any, t: Target, name: str, result: Result, version: Optional[str], cuda: Optional[str],
+def _gpu_build(matrix: Matrix, t: Target, name: str, result: Result, version: Optional[str], cuda: Optional[str],
                prefer: Optional[int]) -> Optional[Result]:
     if t.gpu_build or not isinstance(result, PackagePlan) and name != "cupy":
         return None
@@ -260,7 +263,7 @@ def _gpu_build(matrix: Any, t: Target, name: str, result: Result, version: Optio
 # ---------------------------------------------------------------------- what goes first
 
 
-def _uninstall(matrix: Any, t: Target, plan: PackagePlan, manager: str) -> List[Tuple[Installed, str]]:
+def _uninstall(matrix: Matrix, t: Target, plan: PackagePlan, manager: str) -> List[Tuple[Installed, str]]:
     """What must go before the plan installs, each with why: a build pip would keep (same
     version, other variant), a copy the other installer owns, a companion the plan has no version
     for, another CUDA major, or a distribution that conflicts with the planned one."""
@@ -289,7 +292,7 @@ def _uninstall(matrix: Any, t: Target, plan: PackagePlan, manager: str) -> List[
     return out
 
 
-def _uninstall_torch(matrix: Any, t: Target, plan: PackagePlan, manager: str,
+def _uninstall_torch(matrix: Matrix, t: Target, plan: PackagePlan, manager: str,
                      planned: Any) -> List[Tuple[Installed, str]]:
     conda = manager in ("conda", "pixi")
     out: List[Tuple[Installed, str]] = []
@@ -308,7 +311,7 @@ def _uninstall_torch(matrix: Any, t: Target, plan: PackagePlan, manager: str,
     return out
 
 
-def _torch_variant(matrix: Any, i: Installed) -> Optional[str]:
+def _torch_variant(matrix: Matrix, i: Installed) -> Optional[str]:
     """'cu124' or 'cpu' for an installed torch; None when it cannot be told (a conda build)."""
     if i.installer == "conda" or not i.version:
         return "conda"

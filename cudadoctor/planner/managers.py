@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.planner.torch import INDEX, pip_install_line
 from cudadoctor.planner.plan import PackagePlan, Pin
 from cudadoctor.planner.target import Installed
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 MANAGERS = ("pip", "uv", "conda", "pixi")
 _VARIANT_SEGMENT = re.compile(r"^(cu\d{3}|cpu|rocm\d+(\.\d+)*)$")
@@ -38,7 +41,7 @@ class Steps:
     notes: Tuple[str, ...] = ()
 
 
-def render(matrix: Any, plan: PackagePlan, manager: str, uninstall: Sequence[Installed] = (),
+def render(matrix: Matrix, plan: PackagePlan, manager: str, uninstall: Sequence[Installed] = (),
            index_url: Optional[str] = None) -> Steps:
     """The commands installing ``plan`` with ``manager``, after uninstalling ``uninstall``."""
     removal = uninstall_commands(uninstall, manager)
@@ -123,7 +126,7 @@ def conda_specs(plan: PackagePlan) -> List[Tuple[str, str]]:
     return out
 
 
-def _pytorch_channel(matrix: Any, plan: PackagePlan) -> Optional[Tuple[List[str], List[str], str]]:
+def _pytorch_channel(matrix: Matrix, plan: PackagePlan) -> Optional[Tuple[List[str], List[str], str]]:
     """(specs, channels, why) from the pytorch channel, for releases published there."""
     info = matrix.pytorch.conda(plan.version) if plan.framework == "torch" else None
     if info is None or info.channel == "conda-forge":
@@ -144,7 +147,7 @@ def _pytorch_channel(matrix: Any, plan: PackagePlan) -> Optional[Tuple[List[str]
     return specs, list(info.channels if plan.cuda else (info.channel,)), why
 
 
-def _conda(matrix: Any, plan: PackagePlan, removal: Tuple[str, ...], notes: Tuple[str, ...]) -> Steps:
+def _conda(matrix: Matrix, plan: PackagePlan, removal: Tuple[str, ...], notes: Tuple[str, ...]) -> Steps:
     old = _pytorch_channel(matrix, plan)
     if old is not None:
         specs, channels, why = old
@@ -156,7 +159,7 @@ def _conda(matrix: Any, plan: PackagePlan, removal: Tuple[str, ...], notes: Tupl
                  notes=notes + _forge_note(plan))
 
 
-def _pixi(matrix: Any, plan: PackagePlan, removal: Tuple[str, ...], notes: Tuple[str, ...]) -> Steps:
+def _pixi(matrix: Matrix, plan: PackagePlan, removal: Tuple[str, ...], notes: Tuple[str, ...]) -> Steps:
     specs = conda_specs(plan)
     lines: List[str] = []
     if plan.gpu:
@@ -183,7 +186,7 @@ def _toml_spec(name: str, spec: str) -> str:
     return f'"{parts[0]}.*"'
 
 
-def _forge(matrix: Any) -> str:
+def _forge(matrix: Matrix) -> str:
     index = matrix.pytorch.conda_channel("conda-forge")
     return str(index.channel) if index is not None else "conda-forge"
 

@@ -11,10 +11,13 @@ would: the driver to install, the Python to use, the older release that still su
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from cudadoctor.matrix.versions import at_least, vkey
 from cudadoctor.planner.torch import INDEX, NoPlan, Reason, TorchPlan
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 CUDA_KINDS = ("native", "minor_compat", "not_given")
 
@@ -159,7 +162,7 @@ Result = Union[PackagePlan, NoFit]
 # ---------------------------------------------------------------------- choosing
 
 
-def driver_fit(matrix: Any, driver: Optional[str], cuda: str, os: str) -> DriverFit:
+def driver_fit(matrix: Matrix, driver: Optional[str], cuda: str, os: str) -> DriverFit:
     """How ``driver`` runs CUDA ``cuda`` ('12.5', or a major '12': its first minor) on ``os``."""
     name = cuda if len(vkey(cuda)) > 1 else f"{cuda}.0"
     support = matrix.cuda.driver_support(driver or "0", name, os)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.archs import parse_compute_capability
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import FrameworkBuild, Snapshot
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64")
 OSES = ("linux", "windows", "wsl2")
@@ -118,7 +121,7 @@ def python_mm(version: Optional[str]) -> Optional[str]:
     return ".".join(str(x) for x in key) if len(key) == 2 else None
 
 
-def from_snapshot(snap: Snapshot, matrix: Any) -> Target:
+def from_snapshot(snap: Snapshot, matrix: Matrix) -> Target:
     """The target of this machine's probes (or of a recorded or hand-written Snapshot)."""
     platform = wheel_platform(snap)
     d = snap.driver
@@ -147,7 +150,7 @@ def from_snapshot(snap: Snapshot, matrix: Any) -> Target:
     )
 
 
-def installed_of(snap: Snapshot, matrix: Any) -> Tuple[Installed, ...]:
+def installed_of(snap: Snapshot, matrix: Matrix) -> Tuple[Installed, ...]:
     """The framework distributions in the environment, with what their builds say of CUDA."""
     builds: Dict[str, FrameworkBuild] = {b.name: b for b in snap.frameworks or ()}
     out: List[Installed] = []
@@ -175,7 +178,7 @@ def _family(name: str) -> Optional[str]:
 
 
 def _installed(name: str, version: Optional[str], framework: str, build: Optional[FrameworkBuild],
-               installer: str, matrix: Any) -> Installed:
+               installer: str, matrix: Matrix) -> Installed:
     variant = build.variant if build is not None else None
     cuda = build.cuda if build is not None else None
     if framework == "cupy" and name.startswith("cupy-"):
@@ -196,7 +199,7 @@ def _installed(name: str, version: Optional[str], framework: str, build: Optiona
 # ---------------------------------------------------------------------- a described machine
 
 
-def described(matrix: Any, driver: Optional[str] = None, gpus: Sequence[str] = (), ccs: Sequence[str] = (),
+def described(matrix: Matrix, driver: Optional[str] = None, gpus: Sequence[str] = (), ccs: Sequence[str] = (),
               python: Optional[str] = None, os: Optional[str] = None, platform: Optional[str] = None,
               gpu: bool = False) -> Target:
     """A machine given by flags. Facts not given stay unknown; a CUDA build is planned when a
@@ -228,7 +231,7 @@ def described(matrix: Any, driver: Optional[str] = None, gpus: Sequence[str] = (
     )
 
 
-def resolve_gpu(matrix: Any, name: str) -> Any:
+def resolve_gpu(matrix: Matrix, name: str) -> Any:
     """The GPU a user names: as NVML names it ('NVIDIA GeForce RTX 4090'), without the brand
     ('RTX 4090', 'K80'), or by a run of words of its name ('A100'), when every match has the same
     compute capability. Unknown or ambiguous: CudadoctorError."""

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from cudadoctor.matrix.archs import PTX_JIT, UNSUPPORTED, parse_compute_capability, support_of
 from cudadoctor.matrix.versions import major_minor, matches, vkey
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
 
 DEFAULT_PLATFORM = "linux-x86_64"
 NATIVE, MINOR_COMPAT = "native", "minor_compat"
@@ -160,7 +163,7 @@ class _Candidate:
 
 
 @lru_cache(maxsize=4096)
-def _driver_support(matrix: Any, driver: str, cuda: str, os: str) -> Any:
+def _driver_support(matrix: Matrix, driver: str, cuda: str, os: str) -> Any:
     """matrix.cuda.driver_support, once per (driver, CUDA, OS): a plan asks for the same few many times."""
     return matrix.cuda.driver_support(driver, cuda, os)
 
@@ -189,7 +192,7 @@ def _python_key(python: Optional[str]) -> Tuple[Optional[str], bool]:
     return (mm + "t" if free else mm) or None, free
 
 
-def _releases(matrix: Any, version: Optional[str]) -> List[Any]:
+def _releases(matrix: Matrix, version: Optional[str]) -> List[Any]:
     rels = list(matrix.pytorch.releases)
     if version:
         plain = version.split("+")[0]
@@ -197,7 +200,7 @@ def _releases(matrix: Any, version: Optional[str]) -> List[Any]:
     return rels
 
 
-def _evaluate(matrix: Any, driver: Optional[str], os: str, python: Optional[str],
+def _evaluate(matrix: Matrix, driver: Optional[str], os: str, python: Optional[str],
               ccs: List[Tuple[str, Tuple[int, int]]], platform: str, version: Optional[str],
               cuda: Optional[str] = None, gpu: bool = False) -> List[_Candidate]:
     py, free = _python_key(python)
@@ -231,7 +234,7 @@ def _ranked(candidates: List[_Candidate], use_driver: bool, use_python: bool) ->
     return sorted(fit, key=lambda c: c.score(use_driver), reverse=True)
 
 
-def plan_torch(matrix: Any, driver: Optional[str], os: str, python: Optional[str],
+def plan_torch(matrix: Matrix, driver: Optional[str], os: str, python: Optional[str],
                compute_capabilities: Sequence[str], platform: str = DEFAULT_PLATFORM,
                version: Optional[str] = None, cuda: Optional[str] = None, gpu: bool = False) -> Plan:
     """The torch build for this machine (see the module docstring for the order of choice).
@@ -255,7 +258,7 @@ def plan_torch(matrix: Any, driver: Optional[str], os: str, python: Optional[str
 # ---------------------------------------------------------------------- the plan and its reasons
 
 
-def _plan(matrix: Any, c: _Candidate, driver: Optional[str], os: str, python: Optional[str],
+def _plan(matrix: Matrix, c: _Candidate, driver: Optional[str], os: str, python: Optional[str],
           ccs: List[Tuple[str, Tuple[int, int]]], platform: str, candidates: List[_Candidate]) -> TorchPlan:
     rel, var = c.release, c.variant
     rel_ref = _ref("pytorch.json", rel.version)
@@ -351,7 +354,7 @@ def _span(pythons: Sequence[str]) -> str:
 # ---------------------------------------------------------------------- nothing fits
 
 
-def _no_plan(matrix: Any, candidates: List[_Candidate], driver: Optional[str], os: str, python: Optional[str],
+def _no_plan(matrix: Matrix, candidates: List[_Candidate], driver: Optional[str], os: str, python: Optional[str],
              ccs: List[Tuple[str, Tuple[int, int]]], platform: str, subject: str, gpu: bool = False) -> NoPlan:
     gpus = ", ".join(f"sm_{cc[0]}{cc[1]}" for _, cc in ccs)
     if not candidates:
@@ -403,7 +406,7 @@ def _no_plan(matrix: Any, candidates: List[_Candidate], driver: Optional[str], o
     )
 
 
-def _driver_fits_gpus(matrix: Any, c: _Candidate, os: str, ccs: List[Tuple[str, Tuple[int, int]]]) -> bool:
+def _driver_fits_gpus(matrix: Matrix, c: _Candidate, os: str, ccs: List[Tuple[str, Tuple[int, int]]]) -> bool:
     """The driver this candidate needs also supports every GPU's architecture (Kepler stops at R470)."""
     if not c.variant.cuda:
         return True

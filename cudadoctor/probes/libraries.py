@@ -167,11 +167,8 @@ def _in_dir(ctx: Context, directory: str, family: str) -> List[Tuple[str, Option
     first: the path is the soname (``libX.so.N``) when present, the version the longest one
     among that major's names (``libX.so.9.1.0`` beats ``libX.so.9``)."""
     names: Dict[str, List[Tuple[str, str]]] = {}
-    for entry in ctx.list_dir(directory):
-        m = _NAME.match(entry)
-        if m and m.group("stem") == family and m.group("version"):
-            version = m.group("version")
-            names.setdefault(version.split(".")[0], []).append((entry, version))
+    for entry, version in _versioned(ctx, directory).get(family, ()):
+        names.setdefault(version.split(".")[0], []).append((entry, version))
     found: List[Tuple[str, Optional[str]]] = []
     for major in sorted(names, key=int, reverse=True):
         entries = names[major]
@@ -180,6 +177,20 @@ def _in_dir(ctx: Context, directory: str, family: str) -> List[Tuple[str, Option
         version = max((v for _, v in entries), key=lambda v: v.count("."))
         found.append((posixpath.join(directory, path), version))
     return found
+
+
+def _versioned(ctx: Context, directory: str) -> Dict[str, List[Tuple[str, str]]]:
+    """Every versioned library file of ``directory`` by family (stem), in listing order: each
+    folder is matched once, not once per family (a toolkit's lib64 has hundreds of files)."""
+    def compute() -> Dict[str, List[Tuple[str, str]]]:
+        out: Dict[str, List[Tuple[str, str]]] = {}
+        for entry in ctx.list_dir(directory):
+            m = _NAME.match(entry)
+            if m and m.group("version"):
+                out.setdefault(m.group("stem"), []).append((entry, m.group("version")))
+        return out
+
+    return ctx.once(f"libraries:versioned:{directory}", compute)
 
 
 def _best_version(family: str, path: str, real: str, version: Optional[str]) -> Optional[str]:

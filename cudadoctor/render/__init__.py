@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, TextIO
+import io
+from typing import Callable, Dict, Optional, TextIO
 
 from cudadoctor.model import Report
 
@@ -37,3 +38,15 @@ RENDERERS: Dict[str, Callable[[Report, TextIO, bool, bool], None]] = {
     "markdown": _markdown,
     "line": _line,
 }
+
+
+def render_report(report: Report, fmt: str, color: bool = False, max_length: Optional[int] = None) -> str:
+    """The report as text: Markdown sized for an issue body (at most ``max_length`` characters,
+    default 60,000), text, or the JSON envelope."""
+    if fmt == "markdown":
+        from cudadoctor.render.report_fit import DEFAULT_BUDGET, fit_markdown
+
+        return fit_markdown(report, max_length or DEFAULT_BUDGET)[0]
+    stream = io.StringIO()
+    RENDERERS[fmt](report, stream, color, True)
+    return stream.getvalue()

@@ -12,7 +12,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import click
 
 from cudadoctor.version import __version__
-from cudadoctor.data.source import data_version
 from cudadoctor.planner.torch import Reason
 from cudadoctor.planner.install import InstallResult, PackageResult
 from cudadoctor.planner.managers import steps_dict
@@ -29,7 +28,7 @@ def _reason(r: Reason) -> str:
     return f"  - {r.text}" + (f"  [{', '.join(r.source)}]" if r.source else "")
 
 
-def print_text(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]] = None) -> None:
+def print_text(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]], data_version: str) -> None:
     for r in result.results:  # the commands first: what a user pastes
         if r.steps is None:
             continue
@@ -42,7 +41,7 @@ def print_text(result: InstallResult, where: str, verified: Optional[Mapping[str
             _echo(command)
     if result.commands:
         _echo()
-    _echo(f"plan for {where}: {result.target.describe()} · {result.manager} · data {data_version()}")
+    _echo(f"plan for {where}: {result.target.describe()} · {result.manager} · data {data_version}")
     for note in result.target.notes:
         _echo(f"  ! {note}")
     for r in result.results:
@@ -162,10 +161,10 @@ def _verify_dict(v: Any) -> Dict[str, Any]:
                           "wheel": p.wheel.filename if p.wheel else None} for p in v.packages]}
 
 
-def result_dict(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def result_dict(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]], data_version: str) -> Dict[str, Any]:
     t = result.target
     return {
-        "schema_version": JSON_SCHEMA_VERSION, "tool_version": __version__, "data_version": data_version(),
+        "schema_version": JSON_SCHEMA_VERSION, "tool_version": __version__, "data_version": data_version,
         "target": {
             "for": where, "os": t.os, "platform": t.platform, "wsl": t.wsl, "driver": t.driver, "python": t.python,
             "compute_capabilities": list(t.compute_capabilities), "gpus": list(t.gpu_names),
@@ -179,6 +178,6 @@ def result_dict(result: InstallResult, where: str, verified: Optional[Mapping[st
     }
 
 
-def print_json(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]] = None) -> None:
-    json.dump(result_dict(result, where, verified), sys.stdout, indent=2)
+def print_json(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]], data_version: str) -> None:
+    json.dump(result_dict(result, where, verified, data_version), sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -1,13 +1,12 @@
 """What ``check``, ``report``, the library API and the pytest plugin share between probing and
 printing: whether to run the quick smoke tests and which suites, and how a report is stamped with
-its node, redacted and rendered. One place, so the command and ``cudadoctor.report()`` write the
+its node and redacted (:func:`cudadoctor.render.render_report` renders it). One place, so the command and ``cudadoctor.report()`` write the
 same text.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import io
 import re
 from typing import List, Mapping, Optional, Sequence, Tuple
 
@@ -88,17 +87,3 @@ def finish_report(report: Report, *, redact: bool = True, keep_hostname: bool = 
         report, _ = redact_report(report, patterns, keep_hostname=keep_hostname)
     shown = node if (not redact or keep_hostname or node is None) else pseudonym(node)
     return dataclasses.replace(report, node=shown)
-
-
-def render_report(report: Report, fmt: str, color: bool = False, max_length: Optional[int] = None) -> str:
-    """The report as text: Markdown sized for an issue body (at most ``max_length`` characters,
-    default 60,000), text, or the JSON envelope."""
-    if fmt == "markdown":
-        from cudadoctor.render.report_fit import DEFAULT_BUDGET, fit_markdown
-
-        return fit_markdown(report, max_length or DEFAULT_BUDGET)[0]
-    from cudadoctor.render import RENDERERS
-
-    stream = io.StringIO()
-    RENDERERS[fmt](report, stream, color, True)
-    return stream.getvalue()
