@@ -11,18 +11,17 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict
 
 import pytest
 
 import cudadoctor
-from cudadoctor.cli.app import run
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.model import Category, Finding, Report, SmokeResult, Snapshot
 from cudadoctor.planner.install import InstallResult
 from cudadoctor.host.recorded import RecordedHost
+from helpers import MACHINES, cli
 
-MACHINES = Path(__file__).resolve().parent / "machines"
 H200 = str(MACHINES / "h200-driver580-torch211-cu130")
 LAPTOP = str(MACHINES / "laptop-rtx3060-driver470-torch25-cu124")  # driver 470, torch 2.5.1+cu124
 DEV = str(MACHINES / "dev-debian12-cuda13-nodriver-torch213cpu")  # no GPU, no driver
@@ -31,12 +30,6 @@ NO_KERNEL_IMAGE = "CUDA error: no kernel image is available for execution on the
 INSUFFICIENT = "CUDA driver version is insufficient for CUDA runtime version"
 MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 REPO = Path(__file__).resolve().parent.parent
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def chained() -> BaseException:

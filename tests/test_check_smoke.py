@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, List
 
 import pytest
@@ -14,8 +13,8 @@ from cudadoctor.cli.app import run
 from cudadoctor.model import SmokeResult, SmokeTest
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
+from helpers import MACHINES
 
-MACHINES = Path(__file__).resolve().parent / "machines"
 
 
 @pytest.fixture

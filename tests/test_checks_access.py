@@ -10,7 +10,6 @@ branches and architectures are read from the compatibility data, never written h
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Dict, List, Sequence
 
 import pytest
@@ -30,10 +29,8 @@ from cudadoctor.model import (
     Severity,
     Snapshot,
 )
-from cudadoctor.probes import collect
-from cudadoctor.host.recorded import RecordedHost
+from helpers import snapshot_of
 
-MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 DEV = "dev-debian12-cuda13-nodriver-torch213cpu"
 DOCKER = "docker-nogpu-torch-cu126"
 MISMATCH = "nvml-mismatch-after-upgrade"
@@ -47,13 +44,8 @@ MATRIX = default_matrix()
 WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
 LINUX_LIBCUDA = "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
 
-_cache: Dict[str, Snapshot] = {}
 
-
-def machine(name: str) -> Snapshot:
-    if name not in _cache:
-        _cache[name] = collect(RecordedHost.load(os.path.join(MACHINES_DIR, name)))
-    return _cache[name]
+machine = snapshot_of
 
 
 def diagnose(snap: Snapshot) -> List[Finding]:

@@ -20,20 +20,15 @@ from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
+from helpers import MACHINES_DIR, snapshot_of
 
-MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 H200 = "h200-driver580-torch211-cu130"
 DGX = "dgx-h100x8-driver570-torch27-cu128"
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"
 WSL = "wsl2-rtx4090-driver566"
 
-_cache: Dict[str, Snapshot] = {}
 
-
-def machine(name: str) -> Snapshot:
-    if name not in _cache:
-        _cache[name] = collect(RecordedHost.load(os.path.join(MACHINES_DIR, name)))
-    return _cache[name]
+machine = snapshot_of
 
 
 def with_nvml(name: str, change: Callable[[Dict[str, Any]], None]) -> Snapshot:

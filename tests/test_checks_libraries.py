@@ -35,8 +35,8 @@ from cudadoctor.model import (
 )
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
+from helpers import MACHINES
 
-MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 TWO = "two-toolkits-ldpath-cudnn8-shadow"
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"
 DOCKER = "docker-nogpu-torch-cu126"

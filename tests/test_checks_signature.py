@@ -17,8 +17,8 @@ from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
+from helpers import MACHINES_DIR
 
-MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 NO_KERNEL_IMAGE = ("RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
                    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
                    "below might be incorrect.")

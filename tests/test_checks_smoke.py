@@ -7,8 +7,7 @@ snapshot it probed."""
 from __future__ import annotations
 
 import dataclasses
-import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import pytest
 
@@ -16,21 +15,14 @@ from cudadoctor.checks import CHECKS, run_checks
 from cudadoctor.checks import smoke as smoke_checks
 from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Finding, Severity, SmokeResult, SmokeTest, Snapshot
-from cudadoctor.probes import collect
-from cudadoctor.host.recorded import RecordedHost
+from helpers import snapshot_of
 
-MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 H200 = "h200-driver580-torch211-cu130"  # healthy
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"  # driver 470 too old for torch cu124
 DGX = "dgx-h100x8-driver570-torch27-cu128"
 
-_cache: Dict[str, Snapshot] = {}
 
-
-def machine(name: str) -> Snapshot:
-    if name not in _cache:
-        _cache[name] = collect(RecordedHost.load(os.path.join(MACHINES_DIR, name)))
-    return _cache[name]
+machine = snapshot_of
 
 
 def with_smoke(name: str, *results: SmokeResult) -> Snapshot:

@@ -23,8 +23,8 @@ from cudadoctor.data.source import default_matrix
 from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Package, Severity, Snapshot, Toolkit
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
+from helpers import MACHINES
 
-MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 TWO = "two-toolkits-ldpath-cudnn8-shadow"
 H200 = "h200-driver580-torch211-cu130"
 DGX = "dgx-h100x8-driver570-torch27-cu128"

@@ -6,12 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 import pytest
 
 from cudadoctor import __version__
-from cudadoctor.cli.app import run
+from helpers import cli
 
 TINY: Dict[str, Any] = {
     "platform": {"system": "Linux", "release": "6.8.0", "machine": "x86_64", "hostname": "box",
@@ -35,12 +35,6 @@ def tiny_machine(tmp_path: Path) -> Path:
     )
     (tmp_path / "machine.json").write_text(json.dumps(machine))
     return tmp_path
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_version_names_tool_and_data(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,21 +6,14 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import List, Tuple
+from typing import List
 
 import pytest
 
-from cudadoctor.cli.app import run
+from helpers import MACHINES, cli
 
-MACHINES = Path(__file__).resolve().parent / "machines"
 MISMATCH = str(MACHINES / "nvml-mismatch-after-upgrade")
 H200 = str(MACHINES / "h200-driver580-torch211-cu130")
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def saved_report(tmp_path: Path, machine: str, capsys: pytest.CaptureFixture[str]) -> Path:

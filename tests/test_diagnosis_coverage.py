@@ -3,9 +3,6 @@ produced by at least one realistic case."""
 
 from __future__ import annotations
 
-import copy
-import json
-from pathlib import Path
 from typing import Any, Callable, Dict, Set
 
 import pytest
@@ -13,19 +10,12 @@ import pytest
 from cudadoctor.api import diagnose
 from cudadoctor.model.facts import snapshot_from_facts
 from cudadoctor.model import Category, DriverInfo, Gpu, HostInfo, Severity, SmokeResult, Snapshot
-from cudadoctor.probes import collect
-from cudadoctor.host.recorded import RecordedHost
+from helpers import edited_machine
 
-MACHINES = Path(__file__).resolve().parent / "machines"
 PROBLEMS = (Severity.ERROR, Severity.WARNING, Severity.CRASHED)
 
 
-def machine(name: str, change: Callable[[Dict[str, Any]], None] = lambda d: None) -> Snapshot:
-    folder = MACHINES / name
-    data = json.loads((folder / "machine.json").read_text())
-    data = copy.deepcopy(data)
-    change(data)
-    return collect(RecordedHost(data, str(folder / "fs")))
+machine = edited_machine
 
 
 def _workstation(data: Dict[str, Any]) -> None:

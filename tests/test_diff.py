@@ -10,17 +10,15 @@ CUDADOCTOR_UPDATE_GOLDEN=1 python -m pytest tests/test_diff.py
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
 from cudadoctor.api import diagnose, make_report
-from cudadoctor.cli.app import run
 from cudadoctor.reports.diff import (
     Comparison,
     Difference,
@@ -68,13 +66,10 @@ from cudadoctor.model import (
     Snapshot,
     Toolkit,
 )
-from cudadoctor.probes import collect
-from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.diff import render_diff_json
 from cudadoctor.model.serialize import snapshot_to_dict
+from helpers import HERE, MACHINES, cli, edited_machine
 
-HERE = Path(__file__).resolve().parent
-MACHINES = HERE / "machines"
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"
 DGX = "dgx-h100x8-driver570-torch27-cu128"
 
@@ -82,12 +77,7 @@ DGX = "dgx-h100x8-driver570-torch27-cu128"
 # --------------------------------------------------------------------------- helpers
 
 
-def machine(name: str, change: Callable[[Dict[str, Any]], None] = lambda d: None) -> Snapshot:
-    """A recorded machine, after ``change`` edited its recording (as in test_diagnosis_coverage)."""
-    folder = MACHINES / name
-    data = copy.deepcopy(json.loads((folder / "machine.json").read_text()))
-    change(data)
-    return collect(RecordedHost(data, str(folder / "fs")))
+machine = edited_machine
 
 
 def laptop_new_driver(data: Dict[str, Any]) -> None:
@@ -121,12 +111,6 @@ def envelope(snapshot: Snapshot, findings: Optional[Tuple[Finding, ...]] = None)
 def write(path: Path, doc: Any) -> str:
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
     return str(path)
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def side(snapshot: Snapshot, name: str = "x.json") -> Side:

@@ -8,16 +8,15 @@ import io
 import json
 import os
 from pathlib import Path
-from typing import List, Tuple
+from typing import List
 
 import pytest
 
-from cudadoctor.cli.app import run
 from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.model.serialize import snapshot_to_json
+from helpers import MACHINES, cli
 
-MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 MISMATCH_MACHINE = os.path.join(MACHINES, "nvml-mismatch-after-upgrade")
 H200 = os.path.join(MACHINES, "h200-driver580-torch211-cu130")
 DOCKER = os.path.join(MACHINES, "docker-nogpu-torch-cu126")
@@ -27,12 +26,6 @@ LOG = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <mod
        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
        "NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on "
        "non supported HW\n")
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_a_known_message_with_its_cause_holding_here(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 import pytest
 
-from cudadoctor.cli.app import run
 from cudadoctor.model.facts import FACT_KEYS, FactsError, snapshot_from_facts
+from helpers import cli
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "facts.md"
 
@@ -32,12 +32,6 @@ def example() -> Dict[str, Any]:
     assert found, "docs/facts.md has a full example in a ```json block"
     data: Dict[str, Any] = json.loads(found.group(1))
     return data
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---------------------------------------------------------------------------- the doc

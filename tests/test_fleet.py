@@ -27,8 +27,8 @@ from cudadoctor.fleet.record import NodeRecord, Unreadable
 from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.jsonout import envelope
 from cudadoctor.render.report_fit import fit_markdown
+from helpers import MACHINES
 
-MACHINES = Path(__file__).resolve().parent / "machines"
 H200 = "h200-driver580-torch211-cu130"
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"
 Report = Dict[str, Any]

@@ -6,13 +6,12 @@ Regenerate after an intended change of wording: CUDADOCTOR_UPDATE_GOLDEN=1 pytho
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from cudadoctor.cli.app import run
+from helpers import HERE
 
-HERE = Path(__file__).resolve().parent
 MACHINES = ("h200-driver580-torch211-cu130", "laptop-rtx3060-driver470-torch25-cu124", "docker-nogpu-torch-cu126")
 FORMATS = {"txt": ["--no-color"], "md": ["--format", "markdown"]}
 

@@ -146,6 +146,15 @@ def test_a_hanging_step_is_killed_with_its_descendants_and_the_archive_is_writte
     assert json.loads(files["gpu-proof/manifest.json"])["steps"][0]["commands"][0]["timed_out"] is True
 
 
+def test_finishing_leaves_the_signal_handlers_as_they_were(tmp_path: Path) -> None:
+    # an ignored SIGTERM would be inherited by every program this process starts later
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    runner = _runner(tmp_path, budget=30.0)
+    runner.run_all([Step("after", _passing, 10, 1, "")])
+    assert runner.finish() == 0
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
 def test_a_step_that_raises_fails_alone(tmp_path: Path) -> None:
     def broken(ctx: StepContext) -> Outcome:
         raise KeyError("gpus")

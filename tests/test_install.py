@@ -14,7 +14,6 @@ import os
 import shlex
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
@@ -27,9 +26,8 @@ from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.planner.install import plan_install
 from cudadoctor.planner.target import Installed, described
 from cudadoctor.host.recorded import RecordedHost
+from helpers import HERE, MACHINES
 
-HERE = Path(__file__).resolve().parent
-MACHINES = HERE / "machines"
 MANAGERS = ("pip", "uv", "conda", "pixi")
 
 

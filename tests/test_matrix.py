@@ -10,13 +10,13 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any
 
 import pytest
 
-from cudadoctor.cli.app import run
 from cudadoctor.matrix import DataError, Matrix
 from cudadoctor.matrix.schema_check import validate
+from helpers import cli
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "compat_data"
@@ -34,12 +34,6 @@ def edit(directory: Path, name: str, change: Any) -> None:
     doc = json.loads(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc))
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---------------------------------------------------------------------------- the validator

@@ -15,8 +15,8 @@ from cudadoctor.cli.app import run
 from cudadoctor.model import Category, Finding, FrameworkBuild, Gpu, Report, Severity
 from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.render.oneline import LIMIT, one_line
+from helpers import MACHINES
 
-MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 
 GOLDEN = {
     "h200-driver580-torch211-cu130":

@@ -22,10 +22,10 @@ from cudadoctor.pytest_plugin.marker import (
 from cudadoctor.pytest_plugin import STRICT_EXIT_CODE
 from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.model.serialize import snapshot_to_json
+from helpers import MACHINES
 
 pytest_plugins = ["pytester"]
 
-MACHINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 DEV = "dev-debian12-cuda13-nodriver-torch213cpu"
 H200 = "h200-driver580-torch211-cu130"
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"

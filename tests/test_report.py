@@ -13,13 +13,12 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 import pytest
 
 import cudadoctor.api
 from cudadoctor.api import collect, diagnose, make_report
-from cudadoctor.cli.app import run
 from cudadoctor.model import (
     FrameworkBuild,
     Gpu,
@@ -43,16 +42,9 @@ from cudadoctor.render.report_fit import fit_markdown, size, shorten
 from cudadoctor.render.report_markdown import GITHUB_LIMIT, extract_json
 from cudadoctor.render.text import render_text
 from cudadoctor.model.serialize import snapshot_from_dict
+from helpers import HERE, MACHINES, cli
 
-HERE = Path(__file__).resolve().parent
-MACHINES = HERE / "machines"
 GOLDEN = ("laptop-rtx3060-driver470-torch25-cu124", "dgx-h100x8-driver570-torch27-cu128", "docker-nogpu-torch-cu126")
-
-
-def cli(args: List[str], capsys: pytest.CaptureFixture[str]) -> Tuple[int, str, str]:
-    code = run(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def codes(findings: Any) -> List[str]:

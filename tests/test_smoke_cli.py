@@ -20,8 +20,8 @@ from cudadoctor.probes import collect
 from cudadoctor.host.recorded import RecordedHost
 from cudadoctor.smoke import SUITES
 from cudadoctor.smoke.suites import _protocol
+from helpers import MACHINES_DIR
 
-MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 H200 = "h200-driver580-torch211-cu130"
 
 

@@ -19,8 +19,8 @@ import pytest
 from cudadoctor.smoke.suites import _nccl_report as report
 from cudadoctor.smoke.suites._nccl_report import Progress, RankInfo
 from cudadoctor.smoke.suites._torch_dist import free_port
+from helpers import HERE
 
-HERE = Path(__file__).resolve().parent
 FAULTY = str(HERE / "nccl_faulty.py")
 HOST = socket.gethostname()
 LAUNCH_TIMEOUT = 90  # seconds for one torchrun launch, start-up of a loaded 2-core box included

@@ -164,10 +164,14 @@ class Runner:
             signal.signal(sig, self._on_signal)
 
     @staticmethod
-    def ignore_signals() -> None:
-        """While the archive is written: a second SIGTERM must not cut it short."""
+    def ignore_signals() -> Dict[int, Any]:
+        """While the archive is written: a second SIGTERM must not cut it short. Returns the
+        handlers it replaced, for :meth:`finish` to put back (an ignored signal is inherited by
+        every program started later, so a runner inside another program must not leave it)."""
+        previous: Dict[int, Any] = {}
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN)
+            previous[sig] = signal.signal(sig, signal.SIG_IGN)
+        return previous
 
     # --- steps
 
@@ -269,11 +273,15 @@ class Runner:
 
     def finish(self) -> int:
         """Write manifest, summary and archive; the kit's exit code."""
-        self.ignore_signals()
-        self.list_the_rest()
-        size = write_archive(self.out_dir, self.work_dir, self.manifest)
-        self.write_summary([f"archive {ARCHIVE_NAME}: {size / (1 << 20):.2f} MiB (limit {ARCHIVE_LIMIT >> 20} MiB)"])
-        write_archive(self.out_dir, self.work_dir, self.manifest)  # again, with that last line in it
+        previous = self.ignore_signals()
+        try:
+            self.list_the_rest()
+            size = write_archive(self.out_dir, self.work_dir, self.manifest)
+            self.write_summary([f"archive {ARCHIVE_NAME}: {size / (1 << 20):.2f} MiB (limit {ARCHIVE_LIMIT >> 20} MiB)"])
+            write_archive(self.out_dir, self.work_dir, self.manifest)  # again, with that last line in it
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
         if self.interrupted:
             return 130
         return 1 if any(r.status in (FAIL, TIMEOUT) for r in self.results) else 0
