@@ -1,7 +1,7 @@
 """Parsers of outside text: command outputs, version files, headers, /proc files.
 
 Every function here is pure and total: given any string it returns a value or ``None`` (or an
-empty collection) and never raises. Hypothesis fuzzes each one (tests/test_parsers_fuzz.py).
+empty collection) and never raises. Hypothesis fuzzes each one (tests/test_model_parsers_fuzz.py).
 """
 
 from __future__ import annotations

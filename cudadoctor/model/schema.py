@@ -1,7 +1,7 @@
 """The JSON Schema (draft 2020-12) of a Snapshot, generated from :mod:`cudadoctor.model`.
 
 ``python -m cudadoctor.model.schema`` prints it; ``docs/snapshot.schema.json`` is that output checked
-in, and ``tests/test_schema.py`` fails when the two differ.
+in, and ``tests/test_model_schema.py`` fails when the two differ.
 
 The field descriptions live in :data:`DESCRIPTIONS` below, keyed ``Class`` and
 ``Class.field``. They sit here rather than in ``docs/`` because the schema must also be
