@@ -50,10 +50,12 @@ def probe_libraries(ctx: Context) -> ProbeOutput:
     cache = ctx.run("ldconfig", "-p")
     if cache.error == "not_found":  # /sbin is often not on a user's PATH; a hung one is not retried
         cache = ctx.run("/sbin/ldconfig", "-p")
-    cached: List[Tuple[str, str]] = parse_ldconfig(cache.stdout, LDCONFIG_ABI.get(machine)) if cache.ok else []
+    every = parse_ldconfig(cache.stdout) if cache.ok else []
+    abi = LDCONFIG_ABI.get(machine)
+    cached = _by_family(parse_ldconfig(cache.stdout, abi) if abi and every else every)
     if not cache.ok and cache.error != "not_found":
         errors.append(ProbeError("libraries", command_kind(cache.error), cache.describe()))
-    elif cache.ok and not parse_ldconfig(cache.stdout) and "libs found in cache" not in cache.stdout:
+    elif cache.ok and not every and "libs found in cache" not in cache.stdout:
         errors.append(ProbeError("libraries", ErrorKind.BAD_OUTPUT,
                                  f"ldconfig -p printed no library list: {cache.stdout.strip()[:120]!r}"))
     defaults = list(DEFAULT_DIRS)
@@ -73,6 +75,17 @@ def probe_libraries(ctx: Context) -> ProbeOutput:
         if copies:
             libraries.append(Library(family, tuple(copies)))
     return ProbeOutput({"libraries": tuple(libraries)}, errors)
+
+
+def _by_family(cached: List[Tuple[str, str]]) -> Dict[str, List[Tuple[str, str]]]:
+    """ldconfig's versioned entries by family (stem): [(path, version)] in cache order. Matched
+    once, not once per family: a workstation's cache lists a thousand libraries."""
+    out: Dict[str, List[Tuple[str, str]]] = {}
+    for soname, path in cached:
+        m = _NAME.match(soname)
+        if m and m.group("version"):
+            out.setdefault(m.group("stem"), []).append((path, m.group("version")))
+    return out
 
 
 def _pip_lib_dirs(ctx: Context) -> List[Tuple[str, str]]:
@@ -117,7 +130,7 @@ def _find(
     ctx: Context,
     family: str,
     dirs: List[Tuple[str, str]],
-    cached: List[Tuple[str, str]],
+    cached: Dict[str, List[Tuple[str, str]]],
     defaults: List[str],
     extra: List[Tuple[str, str]],
 ) -> List[LibraryCopy]:
@@ -148,10 +161,8 @@ def _find(
     for directory, via in dirs:
         for path, version in _in_dir(ctx, directory, family):
             add(path, via, version)
-    for soname, path in cached:
-        m = _NAME.match(soname)
-        if m and m.group("stem") == family and m.group("version"):
-            add(path, "ldconfig", m.group("version"))
+    for path, version in cached.get(family, ()):
+        add(path, "ldconfig", version)
     if not any(c.found_via == "ldconfig" for c in copies):
         for directory in defaults:
             for path, version in _in_dir(ctx, directory, family):
