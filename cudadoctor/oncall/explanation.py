@@ -4,7 +4,8 @@ likely first, and which of them holds on the machine checked (``cudadoctor expla
 
 Pure once the machine's facts are in hand: :func:`explain_message` takes the message and an
 optional :class:`Checked` (a snapshot and its findings) and returns an :class:`Explanation`, whose
-``text()`` is what ``cudadoctor explain`` prints and whose ``to_dict()`` is its ``--json``.
+``text()`` is what ``cudadoctor explain`` prints and whose ``to_dict()`` is its ``--json`` (both
+drawn by :mod:`cudadoctor.render.explanation`).
 Probing (to build a :class:`Checked`) is :func:`cudadoctor.api.explain`'s job, or the CLI's.
 
 The module is not named ``explain``: ``import cudadoctor.explain`` would replace the function
@@ -13,7 +14,6 @@ The module is not named ``explain``: ``import cudadoctor.explain`` would replace
 
 from __future__ import annotations
 
-import textwrap
 import traceback
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
@@ -25,13 +25,6 @@ if TYPE_CHECKING:  # the checks and the matrix load when something is explained,
     from cudadoctor.checks.signature import Cause
     from cudadoctor.matrix.signatures import SignatureMatch
 
-FORMAT = "cudadoctor.explain"
-FORMAT_VERSION = 1
-WRAP = 100
-VERDICT_WORDS = {"holds": "holds here", "ruled_out": "not the cause here", "cannot_tell": "cannot tell"}
-# How the "Checked against ..." line names each kind of machine.
-WHERE = {"machine": "this machine (target {})", "recorded": "the recorded machine {}", "facts": "the facts in {}",
-         "snapshot": "the snapshot in {}", "given": "the {} given", "host": "the host given (target {})"}
 
 
 @dataclass(frozen=True)
@@ -119,16 +112,27 @@ class Explanation:
         """A check crashed while judging: ``cudadoctor explain`` then exits 3."""
         return self.checked is not None and any(f.severity is Severity.CRASHED for f in self.checked.findings)
 
+    @property
+    def other_findings(self) -> Tuple[Finding, ...]:
+        """The findings of the machine checked, less those of the message itself."""
+        from cudadoctor.checks.signature import CODES
+
+        return tuple(f for f in self.checked.findings if f.code not in CODES) if self.checked else ()
+
     def text(self, color: bool = False, verbose: bool = False) -> str:
         """The human text of ``cudadoctor explain`` (``verbose``: also where each signature was seen)."""
-        return "\n".join(_text(self, color, verbose)) + "\n"
+        from cudadoctor.render.explanation import explanation_text
+
+        return explanation_text(self, color, verbose)
 
     def __str__(self) -> str:
         return self.text()
 
     def to_dict(self) -> Dict[str, Any]:
         """The document ``cudadoctor explain --json`` prints (format ``cudadoctor.explain``, version 1)."""
-        return _document(self)
+        from cudadoctor.render.explanation import explanation_document
+
+        return explanation_document(self)
 
     def headline(self) -> Optional[str]:
         """'cudadoctor: this looks like "cuda-no-kernel-image" (...)': one line, or None without a match."""
@@ -182,88 +186,3 @@ def explain_message(message: str, checked: Optional[Checked] = None, matrix: Opt
                         checked.snapshot if checked else None, CHECKS)
         found.append(ExplainedMatch(m, tuple(judged)))
     return Explanation(message, tuple(found), checked, matrix.data_version, len(matrix.signatures.signatures))
-
-
-# ---------------------------------------------------------------------------- JSON
-
-
-def _document(e: Explanation) -> Dict[str, Any]:
-    from cudadoctor.version import __version__
-    from cudadoctor.model.serialize import to_jsonable
-
-    return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "tool_version": __version__,
-        "data_version": e.data_version,
-        "signatures_known": e.signatures_known,
-        "matched": e.matched,
-        "matches": [{
-            "signature": x.match.signature.id,
-            "line_number": x.match.line_number,
-            "line": x.match.line,
-            "text": x.match.text,
-            "groups": dict(x.match.groups),
-            "specificity": x.match.signature.specificity,
-            "explanation": x.match.signature.explanation,
-            "verify": list(x.match.signature.verify),
-            "frameworks": list(x.match.signature.frameworks),
-            "seen_in": list(x.match.signature.seen_in),
-            "source": x.match.signature.source,
-            "causes": to_jsonable(list(x.causes)),
-        } for x in e.matches],
-        "checked": {"kind": e.checked.kind, "what": e.checked.what} if e.checked else None,
-        "findings": to_jsonable(list(e.checked.findings)) if e.checked else None,
-    }
-
-
-# ---------------------------------------------------------------------------- text
-
-
-def _text(e: Explanation, color: bool, verbose: bool) -> List[str]:
-    from cudadoctor.version import __version__
-    from cudadoctor.checks.signature import CODES
-    from cudadoctor.render.text import BOLD, DIM, GREEN, RED, Style, findings_block
-
-    style = Style(color)
-    verdict_color = {"holds": RED, "ruled_out": GREEN, "cannot_tell": DIM}
-    out = [style(f"cudadoctor {__version__}", BOLD) + f" · data {e.data_version} · explain", ""]
-    if not e.matches:
-        first = next((line.strip() for line in e.message.splitlines() if line.strip()), "")
-        out.append(style(f"No known error signature matches this text ({e.signatures_known} signatures known).", BOLD))
-        out.extend(_wrap("", f"It begins: {first[:200]}"))
-        out.extend(_wrap("", "Give the complete output, from the first error line on: the line naming the CUDA "
-                             "error is often not the last one."))
-        out.append("")
-    for n, x in enumerate(e.matches, 1):
-        m, sig = x.match, x.match.signature
-        count = f" {n} of {len(e.matches)}" if len(e.matches) > 1 else ""
-        out.append(style(f"Known error{count}: {sig.id}", BOLD) + style(f"  (line {m.line_number})", DIM))
-        out.extend(_wrap("", " ".join(m.line.split())[:300]))
-        out.extend(_wrap("what", sig.explanation))
-        out.append("  possible causes, most likely first:")
-        for i, cause in enumerate(x.causes, 1):
-            out.append(f"    {i}. {cause.label}")
-            if cause.verdict != "not_checked":
-                words = style(VERDICT_WORDS[cause.verdict], verdict_color[cause.verdict], BOLD)
-                out.extend(_wrap("", f"{words}: {cause.reason}", indent=7))
-        out.append("  verify:")
-        out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4))
-        if verbose:
-            out.extend(_wrap("seen", ", ".join(sig.seen_in)))
-        out.append("")
-    if e.checked is None:
-        out.append(style("Not checked against this machine (--no-check).", DIM))
-        return out
-    where = WHERE.get(e.checked.kind, "{}").format(e.checked.what)
-    out.append(style(f"Checked against {where}:", BOLD))
-    others = [f for f in e.checked.findings if f.code not in CODES]
-    out.extend(findings_block(others, style, verbose))
-    return out
-
-
-def _wrap(label: str, text: str, indent: int = 2) -> List[str]:
-    head = " " * indent + (f"{label:<5} " if label else "")
-    lines = textwrap.wrap(text, WRAP - len(head), break_long_words=False, break_on_hyphens=False) or [""]
-    return [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
-

@@ -1,0 +1,106 @@
+"""``cudadoctor explain``'s text and its ``--json`` document, drawn from an
+:class:`~cudadoctor.oncall.explanation.Explanation`; they decide nothing."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Any, Dict, List
+
+if TYPE_CHECKING:
+    from cudadoctor.oncall.explanation import Explanation
+
+FORMAT = "cudadoctor.explain"
+FORMAT_VERSION = 1
+WRAP = 100
+VERDICT_WORDS = {"holds": "holds here", "ruled_out": "not the cause here", "cannot_tell": "cannot tell"}
+# How the "Checked against ..." line names each kind of machine.
+WHERE = {"machine": "this machine (target {})", "recorded": "the recorded machine {}", "facts": "the facts in {}",
+         "snapshot": "the snapshot in {}", "given": "the {} given", "host": "the host given (target {})"}
+
+
+# ---------------------------------------------------------------------------- JSON
+
+
+def explanation_document(e: Explanation) -> Dict[str, Any]:
+    from cudadoctor.version import __version__
+    from cudadoctor.model.serialize import to_jsonable
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "tool_version": __version__,
+        "data_version": e.data_version,
+        "signatures_known": e.signatures_known,
+        "matched": e.matched,
+        "matches": [{
+            "signature": x.match.signature.id,
+            "line_number": x.match.line_number,
+            "line": x.match.line,
+            "text": x.match.text,
+            "groups": dict(x.match.groups),
+            "specificity": x.match.signature.specificity,
+            "explanation": x.match.signature.explanation,
+            "verify": list(x.match.signature.verify),
+            "frameworks": list(x.match.signature.frameworks),
+            "seen_in": list(x.match.signature.seen_in),
+            "source": x.match.signature.source,
+            "causes": to_jsonable(list(x.causes)),
+        } for x in e.matches],
+        "checked": {"kind": e.checked.kind, "what": e.checked.what} if e.checked else None,
+        "findings": to_jsonable(list(e.checked.findings)) if e.checked else None,
+    }
+
+
+# ---------------------------------------------------------------------------- text
+
+
+def explanation_text(e: Explanation, color: bool = False, verbose: bool = False) -> str:
+    """The human text of ``cudadoctor explain`` (``verbose``: also where each signature was seen)."""
+    return "\n".join(_lines(e, color, verbose)) + "\n"
+
+
+def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
+    from cudadoctor.version import __version__
+    from cudadoctor.render.text import BOLD, DIM, GREEN, RED, Style, findings_block
+
+    style = Style(color)
+    verdict_color = {"holds": RED, "ruled_out": GREEN, "cannot_tell": DIM}
+    out = [style(f"cudadoctor {__version__}", BOLD) + f" · data {e.data_version} · explain", ""]
+    if not e.matches:
+        first = next((line.strip() for line in e.message.splitlines() if line.strip()), "")
+        out.append(style(f"No known error signature matches this text ({e.signatures_known} signatures known).", BOLD))
+        out.extend(_wrap("", f"It begins: {first[:200]}"))
+        out.extend(_wrap("", "Give the complete output, from the first error line on: the line naming the CUDA "
+                             "error is often not the last one."))
+        out.append("")
+    for n, x in enumerate(e.matches, 1):
+        m, sig = x.match, x.match.signature
+        count = f" {n} of {len(e.matches)}" if len(e.matches) > 1 else ""
+        out.append(style(f"Known error{count}: {sig.id}", BOLD) + style(f"  (line {m.line_number})", DIM))
+        out.extend(_wrap("", " ".join(m.line.split())[:300]))
+        out.extend(_wrap("what", sig.explanation))
+        out.append("  possible causes, most likely first:")
+        for i, cause in enumerate(x.causes, 1):
+            out.append(f"    {i}. {cause.label}")
+            if cause.verdict != "not_checked":
+                words = style(VERDICT_WORDS[cause.verdict], verdict_color[cause.verdict], BOLD)
+                out.extend(_wrap("", f"{words}: {cause.reason}", indent=7))
+        out.append("  verify:")
+        out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4))
+        if verbose:
+            out.extend(_wrap("seen", ", ".join(sig.seen_in)))
+        out.append("")
+    if e.checked is None:
+        out.append(style("Not checked against this machine (--no-check).", DIM))
+        return out
+    where = WHERE.get(e.checked.kind, "{}").format(e.checked.what)
+    out.append(style(f"Checked against {where}:", BOLD))
+    out.extend(findings_block(list(e.other_findings), style, verbose))
+    return out
+
+
+def _wrap(label: str, text: str, indent: int = 2) -> List[str]:
+    head = " " * indent + (f"{label:<5} " if label else "")
+    lines = textwrap.wrap(text, WRAP - len(head), break_long_words=False, break_on_hyphens=False) or [""]
+    return [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
+
