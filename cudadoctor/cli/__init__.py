@@ -28,6 +28,13 @@ def main(argv: Optional[List[str]] = None) -> NoReturn:
         options = oncall.parse(args[1:])
         if options is not None:
             oncall.main(options)
+    if args[:1] == ["check"]:
+        # the command people run most: the common command lines are parsed without click
+        from cudadoctor.cli.check_run import fast_check
+
+        code = fast_check(args[1:])
+        if code is not None:
+            sys.exit(code)
     from cudadoctor.cli.app import run
 
     sys.exit(run(args))

@@ -8,7 +8,8 @@ from typing import List, Optional
 
 import click
 
-from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.cli.handler import guarded
+from cudadoctor.errors import ExitCode
 from cudadoctor.cli._version import line as version_line
 
 
@@ -70,35 +71,18 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def run(args: List[str]) -> int:
     """Run the CLI on ``args``; return the exit code. Never lets a traceback out unless --debug."""
-    debug = "--debug" in args
-    try:
-        result = cli.main(args=args, prog_name="cudadoctor", standalone_mode=False)
-        return int(result) if isinstance(result, int) else ExitCode.OK
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        return ExitCode.USAGE
-    except click.exceptions.Abort:
-        sys.stderr.write("cudadoctor: interrupted\n")
-        return ExitCode.INTERRUPTED
-    except CudadoctorError as exc:
-        sys.stderr.write(f"cudadoctor: error: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"  hint: {exc.hint}\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("cudadoctor: interrupted\n")
-        return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        return ExitCode.OK
-    except Exception as exc:  # a bug: say so in one line, traceback only with --debug
-        if debug:
-            import traceback
 
-            traceback.print_exc()
-        sys.stderr.write(
-            f"cudadoctor: internal error: {type(exc).__name__}: {exc}\n"
-            "  please report it with the output of: cudadoctor --debug " + " ".join(a for a in args if a != "--debug") + "\n"
-        )
-        return ExitCode.INTERNAL
+    def call() -> int:
+        try:
+            result = cli.main(args=args, prog_name="cudadoctor", standalone_mode=False)
+            return int(result) if isinstance(result, int) else ExitCode.OK
+        except click.exceptions.Exit as exc:
+            return int(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            return ExitCode.USAGE
+        except click.exceptions.Abort:
+            sys.stderr.write("cudadoctor: interrupted\n")
+            return ExitCode.INTERRUPTED
+
+    return guarded(call, args)

@@ -1,4 +1,6 @@
-"""``cudadoctor check``: probe this machine, diagnose it, show the verdict, the fixes and the facts."""
+"""``cudadoctor check``: probe this machine, diagnose it, show the verdict, the fixes and the facts.
+The options are here; the body is :func:`cudadoctor.cli.check_run.run_check`, which the fast path
+runs too."""
 
 from __future__ import annotations
 
@@ -6,9 +8,9 @@ from typing import Optional, Tuple
 
 import click
 
-from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.host import DEFAULT_TIMEOUT_S
-from cudadoctor.cli.output import emit, exit_code, format_options
+from cudadoctor.cli.check_run import run_check
+from cudadoctor.cli.output import format_options
 
 
 @click.command()
@@ -26,36 +28,5 @@ def check(checks: Tuple[str, ...], list_checks: bool, python: Optional[str], tim
           no_smoke: bool, machine: Optional[str], as_json: bool, fmt: Optional[str], verbose: bool, color: Optional[bool],
           fail_on: str) -> int:
     """Probe the driver, GPUs, toolkits, libraries and framework builds, and say what is wrong."""
-    from cudadoctor.api import checked_report
-
-    if list_checks:
-        return _list()
-    _known(checks)
-    from cudadoctor.host.recorded import replay
-
-    report = checked_report(python=python, timeout=timeout, host=replay(machine), only=checks or None,
-                            checks=not no_checks, smoke=not (no_smoke or no_checks or checks or machine),
-                            option="--python ", strict_python=True)
-    emit(report, fmt, as_json, verbose, color)
-    return exit_code(report.findings, fail_on)
-
-
-def _list() -> int:
-    from cudadoctor.checks import CHECKS
-
-    for c in CHECKS:
-        click.echo(f"{c.name:<26} {c.summary}")
-        click.echo(f"{'':<26} codes: {', '.join(c.codes)}")
-    return ExitCode.OK
-
-
-def _known(names: Tuple[str, ...]) -> None:
-    if not names:
-        return
-    from cudadoctor.checks import CHECKS, all_codes
-
-    known = set(all_codes()) | {c.name for c in CHECKS}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise CudadoctorError(f"no check or finding code {unknown[0]!r}", hint="cudadoctor check --list")
-
+    return run_check(checks, list_checks, python, timeout, no_checks, no_smoke, machine, as_json, fmt, verbose, color,
+                     fail_on)

@@ -35,9 +35,9 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
         snapshot = snapshot_from_facts(data) if facts_file else snapshot_from_dict(data)
     except SnapshotError as exc:
         raise CudadoctorError(f"{path}: {exc}") from None
-    from cudadoctor.cli.check import _known
+    from cudadoctor.cli.check_run import known_checks
 
-    _known(checks)
+    known_checks(checks)
     findings = run_diagnosis(snapshot, only=checks or None)
     emit(make_report(snapshot, findings), fmt, as_json, verbose, color)
     return exit_code(findings, fail_on)

@@ -1,12 +1,11 @@
-"""What `check` and `diagnose` share: rendering a report and turning findings into an exit code."""
+"""What `check` and `diagnose` share: rendering a report and turning findings into an exit code
+(click only for the options, so that `check`'s fast path renders without it)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from typing import Any, Callable, Optional, Sequence, TypeVar
-
-import click
 
 from cudadoctor.errors import ExitCode
 from cudadoctor.model import Finding, Report, Severity
@@ -20,6 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def format_options(fn: F) -> F:
     """--json, --format, -v, --color and --fail-on, shared by check, diagnose and explain."""
+    import click  # here, not at the top: `check`'s fast path renders without click
+
     fn = click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
                       help="Exit 1 when a finding is at least this severe (for CI).")(fn)
     fn = click.option("--color/--no-color", default=None, help="Colour the text output (default: when a terminal).")(fn)
