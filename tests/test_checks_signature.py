@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Sequence
 import pytest
 
 from cudadoctor.checks import CHECKS, run_checks
+from cudadoctor.checks import causes as causes_module
 from cudadoctor.checks import signature
 from cudadoctor.checks.signature import CANNOT_TELL, HOLDS, NOT_CHECKED, RULED_OUT, causes
 from cudadoctor.model.facts import snapshot_from_facts
@@ -103,10 +104,11 @@ def test_without_a_real_finding_the_signature_finding_stands_alone() -> None:
 
 
 def test_every_category_reads_in_words_and_every_needed_fact_is_defined() -> None:
-    assert set(signature.LABELS) == set(Category)
-    for layer, facts in signature.NEEDS.values():
+    assert set(causes_module.LABELS) == set(Category)
+    for layer, facts in causes_module.NEEDS.values():
         assert 0 <= layer <= 6  # the registry's layers below the error message's own (7)
-        assert all(f in signature.FACTS for f in facts)
+        assert all(f in causes_module.FACTS for f in facts)
+    assert signature.CODES == {code for check in signature.CHECKS for code in check.codes}
 
 
 # ---------------------------------------------------------------------------- the verdicts
@@ -134,7 +136,7 @@ def test_a_cause_the_facts_rule_out() -> None:
     snap = machine("h200-driver580-torch211-cu130", MISMATCH)
     verdict = judge(snap, MISMATCH)[0]
     assert verdict.verdict == RULED_OUT
-    assert "the driver's state" in verdict.reason
+    assert "NVML answers (driver 580.159.03)" in verdict.reason
 
 
 def test_unknown_facts_cannot_tell() -> None:
@@ -178,3 +180,48 @@ def test_the_signature_finding_itself_never_shows_its_cause() -> None:
     found = run_checks(snap, default_matrix())
     assert sig(found)
     assert judge(snap, MISMATCH)[0].verdict != HOLDS
+
+
+# ---------------------------------------------------------------------------- unknown is not absent
+# A check that stays silent because a cause before it holds (no GPU: no build check runs) rules
+# nothing out; a fact that shows a cause on its own makes it hold (the machine recorded here: no GPU,
+# no driver, torch's CPU build, in a docker container).
+
+DEV = "dev-debian12-cuda13-nodriver-torch213cpu"
+NOT_COMPILED = "AssertionError: Torch not compiled with CUDA enabled"
+NO_DRIVER = "RuntimeError: Found no NVIDIA driver on your system."
+
+
+def _verdicts(name: str, text: str) -> Dict[Category, Any]:
+    return {v.category: v for v in judge(machine(name, text), text)}
+
+
+def test_a_cpu_build_is_the_cause_even_where_no_gpu_hides_its_finding() -> None:
+    verdict = _verdicts(DEV, NOT_COMPILED)[Category.CPU_ONLY_BUILD]
+    assert (verdict.verdict, verdict.reason) == (HOLDS, "torch 2.13.0+cpu is a CPU-only build")
+
+
+def test_no_driver_holds_by_its_facts_and_what_waits_for_the_gpu_is_not_ruled_out() -> None:
+    verdicts = _verdicts(DEV, NO_DRIVER)
+    assert verdicts[Category.NO_DRIVER].verdict == HOLDS
+    assert verdicts[Category.NO_GPU].verdict == HOLDS
+    for category in (Category.CONTAINER_NO_GPU, Category.KERNEL_MODULE_BLOCKED):
+        assert verdicts[category].verdict == CANNOT_TELL
+        assert "[no-nvidia-gpu]" in verdicts[category].reason
+
+
+def test_nothing_is_ruled_out_without_a_positive_fact_on_the_no_gpu_machine() -> None:
+    for text in (NOT_COMPILED, NO_DRIVER, NO_KERNEL_IMAGE, MISMATCH):
+        for verdict in judge(machine(DEV, text), text):
+            assert verdict.verdict != RULED_OUT, (text, verdict)
+
+
+def test_a_cuda_build_rules_out_a_cpu_build() -> None:
+    verdict = _verdicts("h200-driver580-torch211-cu130", NOT_COMPILED)[Category.CPU_ONLY_BUILD]
+    assert verdict.verdict == RULED_OUT and "built for CUDA" in verdict.reason
+
+
+def test_an_unknown_fact_names_the_command_that_would_tell() -> None:
+    snap = snapshot_from_facts({"torch_version": "2.5.1+cu124", "error_message": NO_DRIVER})
+    verdict = {v.category: v for v in judge(snap, NO_DRIVER)}[Category.NO_DRIVER]
+    assert verdict.verdict == CANNOT_TELL and "(run: nvidia-smi" in verdict.reason
