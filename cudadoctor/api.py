@@ -259,7 +259,7 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
     """A Snapshot from what :func:`diagnose` accepts; CudadoctorError when it is none of those.
     A dict is read as facts (docs/facts.md) when it has no ``schema_version`` or ``format`` and
     every key is a fact; otherwise as a snapshot or report document."""
-    from cudadoctor.model.facts import FACT_KEYS, snapshot_from_facts
+    from cudadoctor.model.facts import FACT_KEYS, snapshot_from_facts, usable
     from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict
 
     if isinstance(value, Snapshot):
@@ -275,13 +275,17 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
                               f"file of one, not {type(value).__name__}")
     facts = "schema_version" not in value and "format" not in value and all(k in FACT_KEYS for k in value)
     try:
-        return snapshot_from_facts(value) if facts else snapshot_from_dict(value)
+        snapshot = snapshot_from_facts(value) if facts else snapshot_from_dict(value)
     except SnapshotError as exc:
         typed = "schema_version" in value or "format" in value
         raise CudadoctorError(f"{where}{exc}", hint=None if typed else "a dict is read as facts when every key is one "
                               "of docs/facts.md, else as a snapshot (docs/snapshot.md)") from None
     except RecursionError:
         raise CudadoctorError(f"{where}nested too deeply") from None
+    if facts and not usable(snapshot):
+        raise CudadoctorError(f"{where}no fact cudadoctor can judge (a driver, GPU, framework build, toolkit, "
+                              "library or error message)", hint="see docs/facts.md")
+    return snapshot
 
 
 def checked_interpreter(python: Optional[str], host: Optional[Host], option: str = "python=") -> Optional[str]:

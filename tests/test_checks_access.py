@@ -512,7 +512,8 @@ def test_inside_the_branch_window_is_silent() -> None:
     assert facts(gpu_name="NVIDIA GeForce RTX 5090", driver_version=f"{first[1:]}.86.16") == []
     assert facts(gpu_name="NVIDIA GeForce GTX 1080", driver_version=f"{last[1:]}.65.06") == []
     assert facts(gpu_name="NVIDIA GeForce RTX 5090") == []  # driver unknown
-    assert facts(gpu_name="Some Future GPU", driver_version="535.104.05") == []  # GPU unknown
+    # GPU unknown: no verdict on its driver window, and a note that says why
+    assert codes(facts(gpu_name="Some Future GPU", driver_version="535.104.05")) == ["gpu-not-in-data"]
 
 
 # ---------------------------------------------------------------------------- mig-enabled

@@ -56,11 +56,46 @@ def test_facts_from_a_bug_report(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "driver-library-mismatch" in out
 
 
-def test_an_empty_facts_file_says_nothing_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("text", ["{}", '{"pip_packages": ["vllm"]}', '{"python": "3.11"}'])
+def test_facts_with_nothing_to_judge_say_so_and_fail(text: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # "✓ No problems found" for facts that say nothing would be a verdict on nothing
     facts = tmp_path / "facts.json"
-    facts.write_text("{}")
+    facts.write_text(text)
+    code, out, err = cli(["diagnose", "--facts", str(facts)], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(f"cudadoctor: error: {facts}: no fact cudadoctor can judge")
+
+
+@pytest.mark.parametrize("name", ["RTX 5090", "5090", "rtx5090", "NVIDIA GeForce RTX 5090"])
+def test_a_gpu_named_as_people_write_it_is_judged(name: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"gpu_name": name, "torch_version": "2.5.1+cu124", "driver_version": "570.86.15"}))
+    code, out, _ = cli(["diagnose", "--facts", str(facts), "--json"], capsys)
+    assert code == 1
+    assert "arch-unsupported" in [f["code"] for f in json.loads(out)["findings"]]
+
+
+def test_a_gpu_the_data_does_not_know_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"gpu_name": "banana GPU", "torch_version": "2.5.1+cu124"}))
     code, out, _ = cli(["diagnose", "--facts", str(facts)], capsys)
-    assert code == 0 and "No problems found." in out
+    assert code == 0
+    assert "· the GPU 'banana GPU' is not one the compatibility data knows\n" in out
+
+
+@pytest.mark.parametrize("fact, value, message", [
+    ("driver_version", "banana", "driver_version: 'banana' is not a driver version"),
+    ("compute_capability", "99.9", "compute_capability: '99.9' is not a compute capability"),
+    ("driver_cuda_version", "twelve", "driver_cuda_version: 'twelve' is not a CUDA version"),
+])
+def test_an_impossible_value_is_an_error_naming_the_key(fact: str, value: str, message: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({fact: value}))
+    code, _, err = cli(["diagnose", "--facts", str(facts)], capsys)
+    assert code == 2 and message in err
 
 
 @pytest.mark.parametrize(

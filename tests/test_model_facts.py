@@ -101,7 +101,7 @@ def test_diagnose_refuses_an_unknown_key_in_one_line(tmp_path: Path, capsys: pyt
     ({"driver_version": ["550"]}, "driver_version: expected a string"),
     ({"container": 3}, "container: expected a runtime name"),
     ({"env": ["CUDA_VISIBLE_DEVICES=0"]}, "env: expected an object"),
-    ({"pip_packages": ["torch"]}, "pip_packages[0]: expected 'name==version'"),
+    ({"pip_packages": ["torch=="]}, "pip_packages[0]: expected 'name==version' or 'name'"),
     ({"torch_version": "2.5.1", "torch_arch_list": 90}, "torch_arch_list: expected a list"),
     (["driver_version", "550.120"], "facts must be a JSON object"),
 ])

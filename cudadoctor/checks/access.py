@@ -380,8 +380,36 @@ def check_mig(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     )]
 
 
+def check_gpu_known(snap: Snapshot, matrix: Matrix) -> List[Finding]:
+    """A GPU named (facts, pasted text) or listed whose compute capability nobody knows: the data
+    does not know the name or id, so the checks that need it cannot judge that GPU. Said, never
+    dropped in silence."""
+    out = []
+    for g in gpus(snap):
+        if g.compute_capability or not (g.name or g.pci_device_id):
+            continue
+        if matrix.gpus.identify(name=g.name, pci_device_id=g.pci_device_id) is not None:
+            continue
+        said = g.name or g.pci_device_id or ""
+        _, hits = matrix.gpus.resolve(g.name) if g.name else (None, ())
+        could = "; it could be " + ", ".join(f"{m.name} ({m.compute_capability})" for m in hits[:3]) if hits else ""
+        out.append(finding(
+            "gpu-not-in-data", INFO, Category.OTHER,
+            f"the GPU {said!r} is not one the compatibility data knows",
+            why=f"No GPU of the data (data {matrix.data_version}) has that name or PCI id{could}, and its compute "
+                "capability is not given, so the checks that need the GPU's architecture (kernels in the "
+                "builds, driver branches) did not judge it.",
+            fix="Give its compute capability (`compute_capability` in a facts file; on the machine: nvidia-smi "
+                "--query-gpu=name,compute_cap --format=csv), or get newer data.",
+            commands=["cudadoctor data update"],
+            evidence=[f"gpus[{g.index}].name" if g.name else f"gpus[{g.index}].pci_device_id"],
+        ))
+    return out
+
+
 CHECKS = (
     Check("gpu-present", check_gpu_present, ("no-nvidia-gpu",), 0, "an NVIDIA GPU is on the PCI bus"),
+    Check("gpu-known", check_gpu_known, ("gpu-not-in-data",), 0, "every GPU is one the data knows"),
     Check("nouveau", check_nouveau, ("nouveau-loaded",), 1, "nouveau does not hold the GPU"),
     Check("driver-loaded", check_driver_loaded, ("gpu-without-driver",), 1, "the NVIDIA kernel module is loaded"),
     Check("secure-boot", check_secure_boot, ("secure-boot-may-block-module",), 1, "Secure Boot does not block the module"),

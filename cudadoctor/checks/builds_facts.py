@@ -80,7 +80,8 @@ def gpu_facts(snap: Snapshot, matrix: Matrix) -> List[GpuFact]:
         parsed = parse_compute_capability(cc) if cc else None
         if parsed is None:
             continue
-        name = g.name or (model.name if model else f"GPU {g.index}")
+        # a GPU named in facts by a short name ('5090') is shown by the name the data knows
+        name = (model.name if model and g.source == "facts" else None) or g.name or (model.name if model else f"GPU {g.index}")
         out.append(GpuFact(g, name, f"{parsed[0]}.{parsed[1]}", parsed))
     return out
 

@@ -23,7 +23,7 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
 
     FILE may also be the Markdown of `cudadoctor report`: its JSON block is read."""
     from cudadoctor.api import diagnose as run_diagnosis, make_report
-    from cudadoctor.model.facts import snapshot_from_facts
+    from cudadoctor.model.facts import snapshot_from_facts, usable
     from cudadoctor.model.serialize import SnapshotError, snapshot_from_dict
 
     if (file is None) == (facts_file is None):
@@ -35,6 +35,10 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
         snapshot = snapshot_from_facts(data) if facts_file else snapshot_from_dict(data)
     except SnapshotError as exc:
         raise CudadoctorError(f"{path}: {exc}") from None
+    if facts_file and not usable(snapshot):
+        raise CudadoctorError(f"{path}: no fact cudadoctor can judge (a driver, GPU, framework build, toolkit, "
+                              "library or error message)", hint="see docs/facts.md, or run `cudadoctor report` "
+                              "on the machine and diagnose that")
     from cudadoctor.cli.check_run import known_checks
 
     known_checks(checks)

@@ -216,12 +216,19 @@ class GpuData:
             if found is not None:
                 return found
         if name:
-            found = self.by_name(name)
+            found = self.by_name(name) or self.resolve(name)[0]
             if found is not None:
                 return found
         if pci_device_id:
             return self.by_pci_id(pci_device_id, include_unconfirmed=True)
         return None
+
+    def resolve(self, name: str) -> Tuple[Optional[GpuModel], Tuple[GpuModel, ...]]:
+        """The GPU a person names, however they write it (see :mod:`._gpus_resolve`): (the model,
+        ()), or (None, the models it could be: several of different compute capability, or none)."""
+        from cudadoctor.matrix import _gpus_resolve
+
+        return _gpus_resolve.resolve(self, name)
 
     def compute_capability(self, name_or_id: str) -> Optional[str]:
         """The compute capability of a GPU named by PCI device id or by name; for an unlisted id

@@ -206,7 +206,7 @@ class Library:
 @dataclass(frozen=True)
 class Package:
     name: str  # normalised distribution name (PEP 503)
-    version: str
+    version: Optional[str] = None  # None: installed, version not given (a package list written by hand)
     installer: str = "pip"  # pip | conda
     build: Optional[str] = None  # conda build string
     channel: Optional[str] = None

@@ -7,6 +7,7 @@ Every key is optional. A missing key stays unknown; ``null`` means known to be a
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from cudadoctor.model import (
@@ -68,12 +69,14 @@ def _int(facts: Mapping[str, Any], key: str) -> Optional[int]:
 
 
 def snapshot_from_facts(facts: Any) -> Snapshot:
-    """A partial Snapshot from the flat facts vocabulary. Unknown keys are an error."""
+    """A partial Snapshot from the flat facts vocabulary. Unknown keys, and values that cannot be
+    (a driver 'banana', a compute capability 99.9), are an error naming the key."""
     if not isinstance(facts, Mapping):
         raise FactsError("facts must be a JSON object")
     unknown = [k for k in facts if k not in FACT_KEYS]
     if unknown:
         raise FactsError(f"{unknown[0]}: unknown fact (known: see docs/facts.md)")
+    _check_values(facts)
     sections: Dict[str, Any] = {}
     for key, build in _SECTIONS:
         value = build(facts)
@@ -85,6 +88,30 @@ def snapshot_from_facts(facts: Any) -> Snapshot:
     if "gpus" in sections:
         sections["gpus_source"] = "facts"
     return Snapshot(error_message=_str(facts, "error_message"), **sections)
+
+
+# The shapes a fact's value can have; anything else cannot be a real value of it.
+_SHAPES = {
+    "driver_version": (re.compile(r"^\d{2,4}(\.\d{1,3}){0,3}$"), "a driver version such as 570.86.15"),
+    "kernel_module_version": (re.compile(r"^\d{2,4}(\.\d{1,3}){1,3}$"), "a driver version such as 570.86.15"),
+    "driver_cuda_version": (re.compile(r"^\d{1,2}\.\d{1,2}$"), "a CUDA version such as 12.8"),
+    "python": (re.compile(r"^[23]\.\d{1,2}(\.\d{1,3})?t?$"), "a Python version such as 3.11"),
+}
+
+
+_CC = re.compile(r"^(?:sm_|compute_)?(\d{1,2})\.?(\d)[af]?$")  # 8.9, 9.0a, sm_90, 120
+
+
+def _check_values(facts: Mapping[str, Any]) -> None:
+    for key, (shape, example) in _SHAPES.items():
+        value = facts.get(key)
+        if isinstance(value, str) and not shape.match(value.strip()):
+            raise FactsError(f"{key}: {value[:40]!r} is not {example}")
+    cc = facts.get("compute_capability")
+    if isinstance(cc, str):
+        m = _CC.match(cc.strip().lower())
+        if m is None or not 1 <= int(m.group(1)) <= 15:
+            raise FactsError(f"compute_capability: {cc[:40]!r} is not a compute capability such as 8.9 or sm_90")
 
 
 def _host(facts: Mapping[str, Any]) -> Optional[HostInfo]:
@@ -231,18 +258,22 @@ def _compilers(facts: Mapping[str, Any]) -> Optional[Tuple[Compiler, ...]]:
     return (Compiler(name="gcc", version=gcc),) if gcc else None
 
 
+_DIST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+
 def _packages(facts: Mapping[str, Any]) -> Optional[Tuple[Package, ...]]:
+    """'name==version', or a bare 'name' as people write a package list by hand (version unknown)."""
     items = facts.get("pip_packages")
     if items is None:
         return None
     if not isinstance(items, list):
-        raise FactsError("pip_packages: expected a list of 'name==version'")
+        raise FactsError("pip_packages: expected a list of 'name==version' or 'name'")
     out = []
     for i, item in enumerate(items):
-        if not isinstance(item, str) or "==" not in item:
-            raise FactsError(f"pip_packages[{i}]: expected 'name==version', got {item!r}")
-        name, version = item.split("==", 1)
-        out.append(Package(normalize_name(name.strip()), version.strip()))
+        name, _, version = item.partition("==") if isinstance(item, str) else ("", "", "")
+        if not _DIST_NAME.match(name.strip()) or (_ and not version.strip()):
+            raise FactsError(f"pip_packages[{i}]: expected 'name==version' or 'name', got {item!r}")
+        out.append(Package(normalize_name(name.strip()), version.strip() or None))
     return tuple(out)
 
 
@@ -264,3 +295,15 @@ _SECTIONS: Tuple[Tuple[str, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("libraries", _libraries), ("frameworks", _frameworks), ("compilers", _compilers), ("packages", _packages),
 )
 
+
+# Sections of a Snapshot that the checks judge; a package list or a Python version alone is not enough.
+JUDGED = ("driver", "gpus", "frameworks", "toolkits", "libraries", "compilers", "error_message")
+
+
+def usable(snapshot: Snapshot) -> bool:
+    """Whether ``snapshot`` holds a fact that a check can judge (a driver, a GPU, a framework
+    build, a toolkit, a library, a compiler, an error message, or a GPU-related variable)."""
+    if any(getattr(snapshot, name) is not None for name in JUDGED):
+        return True
+    env = snapshot.env or {}
+    return any(k in env for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"))

@@ -232,34 +232,18 @@ def described(matrix: Matrix, driver: Optional[str] = None, gpus: Sequence[str] 
 
 
 def resolve_gpu(matrix: Matrix, name: str) -> Any:
-    """The GPU a user names: as NVML names it ('NVIDIA GeForce RTX 4090'), without the brand
-    ('RTX 4090', 'K80'), or by a run of words of its name ('A100'), when every match has the same
-    compute capability. Unknown or ambiguous: CudadoctorError."""
-    found = matrix.gpus.by_name(name)
-    for brand in ("GeForce ", "Tesla ", "Quadro "):
-        found = found or matrix.gpus.by_name(brand + name)
+    """The GPU a user names, through the one resolver of GPU names (``GpuData.resolve``): as NVML
+    names it, without the brand, short ('5090'), or by a run of words of its name ('A100'), when
+    every match has the same compute capability. Unknown or ambiguous: CudadoctorError."""
+    found, hits = matrix.gpus.resolve(name)
     if found is not None:
         return found
-    words = _words(name)
-    hits = [g for g in matrix.gpus.models
-            if words and any(_contains(_words(n), words) for n in (g.name,) + tuple(g.aliases))]
-    caps = sorted({g.compute_capability for g in hits})
-    if len(caps) == 1:
-        return hits[0]
-    if caps:
+    if hits:
         listed = ", ".join(f"{g.name} ({g.compute_capability})" for g in hits[:4])
         raise CudadoctorError(f"--gpu {name!r} matches GPUs of different compute capability: {listed}",
                               hint="give the full name, or --cc X.Y")
     raise CudadoctorError(f"--gpu {name!r}: no GPU of that name in compat_data",
                           hint="give its compute capability instead, e.g. --cc 8.9")
-
-
-def _words(text: str) -> List[str]:
-    return [w for w in re.split(r"[\s\-_/]+", text.casefold()) if w]
-
-
-def _contains(words: List[str], run: List[str]) -> bool:
-    return any(words[i:i + len(run)] == run for i in range(len(words) - len(run) + 1))
 
 
 def check_python(python: Optional[str]) -> Optional[str]:

@@ -325,7 +325,7 @@ def diff_frameworks(a: Snapshot, b: Snapshot) -> List[Difference]:
 def package_value(p: Package) -> str:
     """The version, and for a conda package its channel and build string (``cuda`` vs ``cpu``)."""
     if p.installer == "pip":
-        return p.version
+        return p.version or "(version not given)"
     extra = ", ".join(x for x in (p.channel, p.build) if x)
     return f"{p.version} ({p.installer}{', ' + extra if extra else ''})"
 
