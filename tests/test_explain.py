@@ -174,3 +174,34 @@ def test_help_names_stdin(capsys: pytest.CaptureFixture[str]) -> None:
 def test_explain_is_listed(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = cli(["--help"], capsys)
     assert "explain" in out
+
+
+# ---------------------------------------------------------------------------- long logs
+
+
+def test_a_long_log_is_read_at_both_ends_in_bounded_memory(tmp_path: Path) -> None:
+    """The error of a log is almost always at its end: a 60 MB log whose CUDA error is its last
+    line is explained, from a file and from a pipe, with the middle left out and said so."""
+    import resource
+    import subprocess
+    import sys
+
+    log = tmp_path / "train.log"
+    line = b"2026-11-26 12:00:00 INFO step 12345 loss=0.1234 lr=0.0001 throughput=1234.5 samples/s\n"
+    with open(log, "wb") as fh:
+        for _ in range(60 * 1024 * 1024 // (len(line) * 1000)):
+            fh.write(line * 1000)
+        fh.write(b"RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+
+    def limited() -> None:  # the whole log would not fit: 60 MB text is ~4x that as a str and its lines
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    command = [sys.executable, "-m", "cudadoctor", "explain", "--no-check", "-"]
+    with open(log, "rb") as fh:
+        from_file = subprocess.run(command, stdin=fh, capture_output=True, timeout=60, preexec_fn=limited)
+    piped = subprocess.run(f"cat {log} | {' '.join(command)}", shell=True, capture_output=True, timeout=60,
+                           preexec_fn=limited)
+    for result in (from_file, piped):
+        assert result.returncode == 0, result.stderr
+        assert b"Known error: cuda-no-kernel-image" in result.stdout
+        assert b"read its first 1 MiB and its last 16 MiB" in result.stderr

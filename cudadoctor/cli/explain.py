@@ -3,10 +3,12 @@ likely first, and which of them holds on this machine (or on replayed facts)."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import stat
 import sys
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, BinaryIO, Deque, Optional, TextIO, Tuple
 
 import click
 
@@ -19,7 +21,12 @@ if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
 
 __all__ = ["Checked", "explain"]
-MAX_TEXT = 16 * 1024 * 1024  # characters of a log read; the matcher is fast, memory is the limit
+# How much of a log is read. The error that matters is almost always at the end (a traceback's last
+# line, the last CUDA error before the exit), so a longer log keeps its end and its beginning (where
+# a build or a driver message may sit) and leaves out the middle, in bounded memory and time.
+LOG_TAIL = 16 * 1024 * 1024
+LOG_HEAD = 1024 * 1024
+CHUNK = 1024 * 1024
 
 
 @click.command()
@@ -63,13 +70,62 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
 # ---------------------------------------------------------------------------- input
 
 
+def read_log(raw: Optional[BinaryIO], text_stream: Optional[TextIO] = None) -> Tuple[str, int]:
+    """(the log's text, how many bytes of its middle were left out). A log of any length: its
+    first LOG_HEAD and last LOG_TAIL bytes are kept. A regular file is read from both ends by
+    seeking, a pipe chunk by chunk with only the tail kept in memory."""
+    if raw is None:  # a text stream without bytes underneath (tests, IDEs)
+        assert text_stream is not None
+        data = text_stream.read(LOG_HEAD + LOG_TAIL + 1).encode("utf-8", "replace")
+        return _decoded(data[:LOG_HEAD + LOG_TAIL]), 0
+    try:
+        size = os.fstat(raw.fileno()).st_size if stat.S_ISREG(os.fstat(raw.fileno()).st_mode) else None
+    except (OSError, ValueError, AttributeError):
+        size = None
+    if size is not None and size > LOG_HEAD + LOG_TAIL:
+        head = raw.read(LOG_HEAD)
+        raw.seek(size - LOG_TAIL)
+        return _decoded(head) + "\n" + _decoded(_from_a_line(raw.read(LOG_TAIL))), size - LOG_HEAD - LOG_TAIL
+    head = raw.read(LOG_HEAD)
+    tail: Deque[bytes] = collections.deque()
+    kept = left_out = 0
+    while True:
+        chunk = raw.read(CHUNK)
+        if not chunk:
+            break
+        tail.append(chunk)
+        kept += len(chunk)
+        while kept - len(tail[0]) >= LOG_TAIL:
+            left_out += len(tail[0])
+            kept -= len(tail.popleft())
+    rest = b"".join(tail)
+    if left_out:
+        return _decoded(head) + "\n" + _decoded(_from_a_line(rest)), left_out
+    return _decoded(head + rest), 0
+
+
+def _from_a_line(data: bytes) -> bytes:
+    """``data`` from its first whole line on (a cut in the middle of a line is no line)."""
+    cut = data.find(b"\n")
+    return data[cut + 1:] if 0 <= cut < len(data) - 1 else data
+
+
+def _decoded(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+
 def _message(text: Tuple[str, ...]) -> str:
     if text == ("-",):
         if sys.stdin is None:
             raise CudadoctorError("no standard input to read the error text from")
         if sys.stdin.isatty():
             sys.stderr.write("cudadoctor: reading the error text from standard input (end with Ctrl-D)\n")
-        message = sys.stdin.read(MAX_TEXT)
+        message, left_out = read_log(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None, sys.stdin)
+        if left_out:
+            sys.stderr.write(f"cudadoctor: a long log: read its first {LOG_HEAD >> 20} MiB and its last "
+                             f"{LOG_TAIL >> 20} MiB ({left_out:,} bytes in between left out; line numbers count "
+                             "the lines read)\n")
     else:
         message = " ".join(text)
     if not message.strip():
