@@ -438,3 +438,16 @@ def test_in_process_the_click_command_returns_the_exit_code(capfd: pytest.Captur
     assert cli_run(["run", "--", "sh", "-c", "echo to-stderr >&2; exit 9"]) == 9
     assert capfd.readouterr().err == "to-stderr\n"
 
+
+
+def test_a_cpu_build_of_torch_is_named_as_the_cause() -> None:
+    """On a machine with torch's CPU build (CI's), `.cuda()` fails with 'Torch not compiled with
+    CUDA enabled': the CPU build holds, even where no GPU keeps the build checks quiet."""
+    torch = pytest.importorskip("torch")
+    if torch.version.cuda is not None:
+        pytest.skip("torch here is a CUDA build")
+    result = run(RUN + ["--"] + py("import torch; torch.zeros(1).cuda()"))
+    assert result.returncode == 1
+    err = result.stderr.decode()
+    assert "1. a CPU-only build of the framework\n       holds here: torch " in err
+    assert "is a CPU-only build" in err and "not the cause here" not in err.split("1. a CPU-only build")[1][:200]
