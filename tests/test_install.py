@@ -460,3 +460,31 @@ def test_the_json_document_keeps_its_keys(capsys: pytest.CaptureFixture[str]) ->
     assert set(plan) == {"label", "framework", "version", "build", "cuda", "pins", "exact", "index_url", "index_mode",
                          "driver", "reasons", "notes", "sources"}
     assert all(r["source"] or r["text"].startswith(("CUDA ", "uninstalled")) for r in plan["reasons"])
+
+
+# ---------------------------------------------------------------------------- CUDA 13 and old GPUs
+# CUDA 13's toolkits build nothing below sm_75 (toolkit_archs.json): no framework's CUDA 13 build
+# is planned for a Pascal or Volta GPU, in every planner, not only torch's.
+
+
+@pytest.mark.parametrize("package, build", [("cupy", "cupy-cuda12x"), ("onnxruntime", "(CUDA 12)"),
+                                            ("jax", "(cuda12)")])
+def test_no_cuda13_build_is_planned_for_a_gpu_below_sm75(package: str, build: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(["install", package, "--gpu", "GTX 1080", "--driver", "580.65.06"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert build in out and "13x" not in out.splitlines()[0]
+    assert "needs compute capability >= 7.5 (not 6.1)" in out
+
+
+def test_cupy_says_why_its_cuda13_build_was_passed_over(capsys: pytest.CaptureFixture[str]) -> None:
+    run(["install", "cupy", "--gpu", "GTX 1080", "--driver", "580.65.06"])
+    out = capsys.readouterr().out
+    assert ("the builds for a newer CUDA were passed over (cupy 15.* (cupy-cuda13x): needs compute capability "
+            ">= 7.5 (not 6.1))  [toolkit_archs.json (CUDA 13)]") in out
+
+
+def test_the_cuda_floor_per_major() -> None:
+    toolchain = default_matrix().toolchain
+    assert (toolchain.cuda_floor(13), toolchain.cuda_floor(12), toolchain.cuda_floor(11)) == ("7.5", "5.0", "3.5")

@@ -161,6 +161,14 @@ class ToolchainData:
 
     # ------------------------------------------------------------------ architectures
 
+    def cuda_floor(self, cuda_major: int) -> Optional[str]:
+        """The lowest compute capability CUDA ``cuda_major``'s toolkits still build for: a build made
+        with them has nothing for older GPUs (CUDA 13 dropped everything below sm_75). None when
+        the data has no row for that major."""
+        supported = [row for row in self.archs if (major(row.first_cuda) or 0) <= cuda_major
+                     and (row.last_cuda is None or (major(row.last_cuda) or 0) >= cuda_major)]
+        return min((row.compute_capability for row in supported), key=vkey, default=None)
+
     def arch(self, sm_or_cc: str) -> Optional[ArchRow]:
         """The row of 'sm_90', 'sm_90a', 'compute_90', '90', '9.0'; None when the data has none."""
         parsed = sm_of(sm_or_cc)

@@ -93,6 +93,15 @@ def _arch(target: Target, low: Optional[str], high: Optional[str] = None) -> Tup
     return False, f"needs compute capability {bounds} (not {', '.join(missing)})"
 
 
+def _floor(m: Any, own: Optional[str], cuda_major: Optional[int], source: str) -> Tuple[Optional[str], str]:
+    """(the lowest compute capability a build runs on, the record that says so): its own floor, or
+    its CUDA major's (a CUDA 13 build has nothing below sm_75) when that is higher."""
+    toolkit = m.toolchain.cuda_floor(cuda_major) if cuda_major is not None else None
+    if toolkit is not None and (own is None or vkey(toolkit) > vkey(own)):
+        return toolkit, f"toolkit_archs.json (CUDA {cuda_major})"
+    return own, source
+
+
 def _arch_reason(target: Target, low: Optional[str], high: Optional[str], source: str) -> Optional[Reason]:
     if not target.compute_capabilities or not (low or high):
         return None
@@ -141,7 +150,7 @@ def _tensorflow(m: Any, t: Target, version: Optional[str], cuda: Optional[str], 
             continue
         if cuda and not matches(row.cuda, cuda):
             continue
-        low = tf.min_compute_capability(ver)
+        low, low_ref = _floor(m, tf.min_compute_capability(ver), major(row.cuda), "tensorflow.json#min_compute_capability")
         arch_ok, arch_text = _arch(t, low)
         fit = driver_fit(m, t.driver, row.cuda, t.driver_os)
         extra = ("and-cuda",) if row.and_cuda_extra else ()
@@ -151,7 +160,7 @@ def _tensorflow(m: Any, t: Target, version: Optional[str], cuda: Optional[str], 
                       "system",)
         reasons = [Reason(f"tensorflow {ver} is built with CUDA {row.cuda} and cuDNN {row.cudnn}"
                           + (", which the [and-cuda] extra installs as pip wheels" if extra else ""), (ref,))]
-        reasons += [r for r in (_arch_reason(t, low, None, "tensorflow.json#min_compute_capability"),) if r]
+        reasons += [r for r in (_arch_reason(t, low, None, low_ref),) if r]
         reasons += [driver_reason(fit, t.driver, t.driver_os)] + ([py_reason] if py_reason else [])
         out.append(Option("tensorflow", ver, f"CUDA {row.cuda}", row.cuda, (Pin(row.package, ver, extras=extra),),
                           arch_ok=arch_ok, arch_text=arch_text, driver=fit, pythons=row.python, python_ok=ok,
@@ -209,12 +218,13 @@ def _jax(m: Any, t: Target, version: Optional[str], cuda: Optional[str], prefer:
             cuda_name = b.min_cuda or str(b.cuda_major)
             fit = (fixed_driver_fit(t.driver, b.min_driver, cuda_name, ref) if b.min_driver
                    else driver_fit(m, t.driver, cuda_name, t.driver_os))
-            arch_ok, arch_text = _arch(t, b.min_compute_capability)
+            low, low_ref = _floor(m, b.min_compute_capability, b.cuda_major, ref)
+            arch_ok, arch_text = _arch(t, low)
             windows = t.os == "windows"
             find = b.index_url if (b.jaxlib_local_versions and b.index_url) else None
             reasons = [Reason(f"jax[{extra}] {shown} is the CUDA {b.cuda_major} build (CUDA >= {cuda_name}, "
                               f"cuDNN >= {b.min_cudnn or '?'})", (ref,))]
-            reasons += [r for r in (_arch_reason(t, b.min_compute_capability, None, ref),) if r]
+            reasons += [r for r in (_arch_reason(t, low, None, low_ref),) if r]
             reasons += [driver_reason(fit, t.driver, t.driver_os)] + list(pys)
             out.append(Option(
                 "jax", shown, f"cuda{b.cuda_major}", str(b.cuda_major), (Pin("jax", ver, exact, (extra,)),),
@@ -246,10 +256,11 @@ def _cupy(m: Any, t: Target, version: Optional[str], cuda: Optional[str], prefer
                  and row.supports_cuda(d.cuda_min) and (not cuda or d.serves_cuda(cuda))]
         for d in sorted(dists, key=lambda d: vkey(d.cuda_min or ""), reverse=True):
             fit = driver_fit(m, t.driver, d.cuda_min or "", t.driver_os)
-            arch_ok, arch_text = _arch(t, row.min_compute_capability, row.max_compute_capability)
+            low, low_ref = _floor(m, row.min_compute_capability, major(d.cuda_min or ""), ref)
+            arch_ok, arch_text = _arch(t, low, row.max_compute_capability)
             served = d.cuda_min if d.cuda_min == d.cuda_max else f"{d.cuda_min}–{d.cuda_max}.x"
             reasons = [Reason(f"{d.distribution} serves CUDA {served}", (f"cupy.json#{d.distribution}",))]
-            reasons += [r for r in (_arch_reason(t, row.min_compute_capability, row.max_compute_capability, ref),) if r]
+            reasons += [r for r in (_arch_reason(t, low, row.max_compute_capability, low_ref),) if r]
             reasons += [driver_reason(fit, t.driver, t.driver_os)] + ([py_reason] if py_reason else [])
             cuda_of = d.cuda_min if d.cuda_min == d.cuda_max else str(major(d.cuda_min or ""))
             out.append(Option(
@@ -282,6 +293,8 @@ def _onnxruntime(m: Any, t: Target, version: Optional[str], cuda: Optional[str],
         if cuda and (major(cuda) != b.cuda_major or (len(vkey(b.cuda)) > 1 and not matches(b.cuda, cuda))):
             continue
         fit = driver_fit(m, t.driver, b.cuda, t.driver_os)
+        low, low_ref = _floor(m, None, b.cuda_major, ref)
+        arch_ok, arch_text = _arch(t, low)
         # the same version on PyPI as another CUDA major's build: pip could take either, so the
         # build's own index is the only one, and the build is chosen only when no other fits
         shadowed = not b.pypi_default and any(x.pypi_default and x.cuda_major != b.cuda_major and
@@ -290,16 +303,19 @@ def _onnxruntime(m: Any, t: Target, version: Optional[str], cuda: Optional[str],
         reasons = [Reason(f"onnxruntime-gpu {shown} for CUDA {b.cuda_major} is built for CUDA {b.cuda} and cuDNN {cudnn}; "
                           + ("PyPI serves it" if b.pypi_default else "its own index serves it"), (ref,)),
                    driver_reason(fit, t.driver, t.driver_os)]
+        reasons += [r for r in (_arch_reason(t, low, None, low_ref),) if r]
         notes: Tuple[str, ...] = (
             f"onnxruntime-gpu does not bring CUDA {b.cuda_major}.x and cuDNN {major(cudnn)}.x: they must be installed "
-            "(the toolkit, or the nvidia-* wheels of another framework)",
-            "compat_data lists no GPU architectures for onnxruntime-gpu: the GPUs were not checked")
+            "(the toolkit, or the nvidia-* wheels of another framework)",)
+        if low is None:
+            notes += ("compat_data lists no GPU architectures for onnxruntime-gpu: the GPUs were not checked",)
         if shadowed:
             notes += (f"PyPI's onnxruntime-gpu {shown} is another CUDA major's build: the command names only the "
                       "CUDA index (--index-url), which must also serve the dependencies",)
         out.append(Option("onnxruntime-gpu", shown, f"CUDA {b.cuda_major}", str(b.cuda_major) if len(vkey(b.cuda)) == 1
                           else b.cuda, (Pin("onnxruntime-gpu", ver, exact),), index_url=None if b.pypi_default
                           else b.index_url, index_mode=INDEX if shadowed else EXTRA_INDEX, driver=fit,
+                          arch_ok=arch_ok, arch_text=arch_text,
                           preferred=prefer == b.cuda_major, fallback=shadowed, cudnn=cudnn,
                           reasons=tuple(reasons) + ((py_reason,) if py_reason else ()), notes=notes))
     return out

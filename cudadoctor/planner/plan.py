@@ -254,6 +254,14 @@ def _plan(o: Option, options: Sequence[Option]) -> PackagePlan:
         why = sorted({_rejection(x) for x in top} - {""})
         if why:
             reasons.append(Reason(f"newer releases were passed over ({'; '.join(why)})", _first_source(top)))
+    # builds of the same release for a newer CUDA that this GPU cannot run (cupy-cuda13x on a GTX 1080)
+    same = [x for x in options if x is not o and x.version == o.version and x.cuda and o.cuda
+            and vkey(x.cuda) > vkey(o.cuda) and not x.arch_ok]
+    if same:
+        why = sorted({_rejection(x) for x in same} - {""})
+        reasons.append(Reason(f"the builds for a newer CUDA were passed over ({'; '.join(why)})",
+                              tuple(dict.fromkeys(src for x in same for r in x.reasons if "compute capability" in r.text
+                                                  for src in r.source)) or _first_source(same)))
     label = f"{o.framework} {o.version}" + (f" ({o.build})" if o.build else "")
     return PackagePlan(o.framework, label, o.version, o.build, o.cuda, o.pins, o.index_url, o.index_mode,
                        o.driver, tuple(reasons), o.notes, cudnn=o.cudnn)
