@@ -1,0 +1,84 @@
+"""The data's horizon: a release, toolkit or driver branch newer than the compatibility data
+knows. The checks judge what the data holds; past its end they would judge by guesswork, so each
+such fact is said, with what was assumed and how to get newer data (shared/DESIGN.md: "A release,
+GPU or driver newer than the data knows is said, never passed silently"). A GPU the data does not
+know is ``gpu-not-in-data`` (checks/access.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional
+
+from cudadoctor.checks.base import Check, driver_version, finding
+from cudadoctor.checks.builds_facts import build_version
+from cudadoctor.matrix.versions import vkey
+from cudadoctor.model import Category, Finding, Severity, Snapshot
+
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+
+CODE = "newer-than-data"
+UPDATE = "cudadoctor data update"
+
+
+def check_horizon(snap: Snapshot, matrix: Matrix) -> List[Finding]:
+    return [f for f in (_torch(snap, matrix), _toolkit(snap, matrix), _driver(snap, matrix)) if f is not None]
+
+
+def _note(what: str, newest: str, assumed: str, evidence: str) -> Finding:
+    return finding(
+        CODE, Severity.INFO, Category.OTHER,
+        f"{what} is newer than the compatibility data knows",
+        why=f"The data knows up to {newest}. {assumed}",
+        fix="Get newer compatibility data; where none knows it yet, treat the verdicts on it as unchecked.",
+        commands=[UPDATE],
+        evidence=[evidence],
+    )
+
+
+def _torch(snap: Snapshot, matrix: Matrix) -> Optional[Finding]:
+    build = next((b for b in snap.frameworks or () if b.name == "torch"), None)
+    version = build_version(build) if build else None
+    releases = matrix.pytorch.releases
+    if not version or not releases or matrix.pytorch.release(version) is not None:
+        return None
+    base = version.split("+")[0]
+    newest = max(releases, key=lambda r: vkey(r.version)).version
+    if not vkey(base) or vkey(base) <= vkey(newest) or any(c.isalpha() for c in base):
+        return None  # older or a pre-release: not past the horizon
+    return _note(f"torch {version}", f"torch {newest}",
+                 "Its wheels' CUDA builds and GPU architectures are not in the data: the checks of the build "
+                 "against the GPU and the driver did not judge it.", "frameworks.torch.version")
+
+
+def _toolkit(snap: Snapshot, matrix: Matrix) -> Optional[Finding]:
+    tk = snap.active_toolkit
+    toolkits = matrix.cuda.toolkits
+    if tk is None or not tk.version or not toolkits:
+        return None
+    newest = max(toolkits, key=lambda t: vkey(t.cuda)).cuda
+    known_minor = vkey(newest)[:2]
+    if vkey(tk.version)[:2] <= known_minor:
+        return None
+    return _note(f"the CUDA toolkit {tk.version}", f"CUDA {newest}",
+                 "Its minimum driver and the GPU architectures its nvcc builds for are assumed to be those of "
+                 f"CUDA {'.'.join(map(str, known_minor))}.", "toolkits")
+
+
+def _driver(snap: Snapshot, matrix: Matrix) -> Optional[Finding]:
+    version = driver_version(snap)
+    branches = matrix.cuda.branches
+    number = vkey(version)[0] if version and vkey(version) else None
+    if number is None or not branches:
+        return None
+    newest = max(branches, key=lambda b: b.major)
+    if number <= newest.major:
+        return None
+    return _note(f"driver {version} (branch R{number})", f"branch {newest.branch}",
+                 f"It is assumed to run at least what {newest.branch} runs (CUDA {newest.max_cuda}) and to support "
+                 "the same GPUs.", "driver.driver_version")
+
+
+CHECKS = (
+    Check("data-horizon", check_horizon, (CODE,), 3,
+          "every release, toolkit and driver branch is one the data knows"),
+)
