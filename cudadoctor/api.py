@@ -337,7 +337,7 @@ def _warm_checks() -> None:
 
 def _install_target(matrix: Matrix, target: Union[None, Mapping[str, Any], "Target"], python: Optional[str],
                     timeout: float, host: Optional[Host]) -> "Target":
-    from cudadoctor.planner.target import OSES, Target, described, from_snapshot, with_python
+    from cudadoctor.planner.target import OSES, Target, described
 
     if isinstance(target, Target):
         return target
@@ -357,10 +357,29 @@ def _install_target(matrix: Matrix, target: Union[None, Mapping[str, Any], "Targ
                          strings["python"], strings["os"], strings["platform"], bool(target.get("gpu", False)))
     if target is not None:
         raise CudadoctorError(f"target: give None (this machine), a dict or a Target, not {type(target).__name__}")
+    return machine_target(matrix, python, timeout, host)
+
+
+def machine_target(matrix: Matrix, python: Optional[str], timeout: float, host: Optional[Host],
+                   option: str = "python=") -> "Target":
+    """The install target of this machine (or ``host``), for ``cudadoctor install`` and
+    :func:`plan_install`: probed, for the interpreter ``python`` when it is a path, or planned for
+    Python ``python`` when it is a version (X.Y)."""
+    from cudadoctor.planner.target import from_snapshot, with_python
+
     version = python if python is not None and _PYTHON_VERSION.match(python) else None
-    path = None if version is not None else checked_interpreter(python, host)
+    path = python if python is not None and version is None and looks_like_path(python) else None
+    if path is not None:
+        checked_interpreter(path, host, option)
     snapshot = collect(python=path, timeout=timeout, host=host, only=_INSTALL_PROBES)
-    return with_python(from_snapshot(snapshot, matrix), version)
+    target = from_snapshot(snapshot, matrix)
+    # neither a version nor a path ('three'): the planner's check says what a version looks like
+    return with_python(target, python) if python is not None and path is None else target
+
+
+def looks_like_path(value: str) -> bool:
+    """An interpreter path rather than a version: '/usr/bin/python3', './venv/bin/python', 'python3.11'."""
+    return os.sep in value or "/" in value or value.startswith(".") or value.lower().startswith("python")
 
 
 def _strings(target: Mapping[str, Any], key: str) -> Tuple[str, ...]:

@@ -8,7 +8,6 @@ this module reads the options, runs --verify, and prints (docs/install.md).
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
@@ -65,28 +64,16 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
 
 def _target(matrix: Matrix, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str],
             os_name: Optional[str], platform: Optional[str], timeout: float, machine: Optional[str]) -> Tuple[Any, str]:
-    from cudadoctor.planner.target import described, from_snapshot, with_python
+    from cudadoctor.planner.target import described
 
-    if driver or gpus or ccs or os_name or platform:
-        if python and _is_path(python):
-            raise CudadoctorError("--python PATH inspects this machine; a described machine takes --python X.Y")
-        return described(matrix, driver, gpus, ccs, python, os_name, platform), "the described machine"
-    from cudadoctor.api import collect
-
-    path = python if python and _is_path(python) else None
-    if path is not None and machine is None and not os.path.exists(path):
-        raise CudadoctorError(f"--python {path}: no such file", hint="give a Python version (3.11) or an interpreter")
+    from cudadoctor.api import looks_like_path, machine_target
     from cudadoctor.host.recorded import replay
 
-    host = replay(machine)
-    snapshot = collect(python=path, timeout=timeout, host=host,
-                       only=("host", "python", "driver", "gpus", "packages", "frameworks"))
-    target = from_snapshot(snapshot, matrix)
-    return (with_python(target, python) if python and not path else target), "this machine"
-
-
-def _is_path(value: str) -> bool:
-    return os.sep in value or "/" in value or value.startswith(".") or value.lower().startswith("python")
+    if driver or gpus or ccs or os_name or platform:
+        if python and looks_like_path(python):
+            raise CudadoctorError("--python PATH inspects this machine; a described machine takes --python X.Y")
+        return described(matrix, driver, gpus, ccs, python, os_name, platform), "the described machine"
+    return machine_target(matrix, python, timeout, replay(machine), "--python "), "this machine"
 
 
 def _verify(matrix: Matrix, result: Any, timeout: float) -> Any:
