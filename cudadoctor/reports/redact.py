@@ -6,18 +6,23 @@ added to the model later is covered without touching this module. It replaces:
 
 - the username and home directories: ``/home/maya``, ``/Users/maya``, ``C:\\Users\\maya`` (any
   user's), and the username wherever it stands as a word: ``<user>`` (another user's name:
-  ``<user-2>``, ...); a ``HOME`` elsewhere: ``<home>``;
+  ``<user-2>``, ...); a ``HOME`` elsewhere: ``<home>``. User names and homes are learned from the
+  snapshot (``host.username``, ``USER``, ``LOGNAME``, ``USERNAME``, ``SUDO_USER``, ``HOME``,
+  ``USERPROFILE``) and from the :class:`Identity` of the process writing the report (its
+  environment and passwd entry: the env probe does not keep ``HOME``);
 - the hostname (``host.hostname``, and wherever it stands as a word): ``<hostname>``;
 - GPU UUIDs: ``GPU-a``, ``GPU-b``, ... in GPU index order (``MIG-a`` for MIG devices; a prefix
   of a UUID, as ``CUDA_VISIBLE_DEVICES`` allows, becomes the same pseudonym, or
   ``GPU-unmatched-1`` when it names no GPU); other UUIDs:
   ``<uuid-1>``; GPU serials: ``<serial-a>``;
-- IPv4 and IPv6 addresses (loopback excepted): ``<ip-1>``; MAC addresses: ``<mac-1>``;
-- values of dict entries whose key looks secret (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``,
-  ``PASSWD``, ``CREDENTIAL``, ``AUTH``, ``COOKIE``, ``SESSION``; any case), wherever those values
-  appear, ``NAME=value`` assignments of such names in text, ``Authorization:`` headers and
-  well-known token shapes: ``<redacted>``;
-- credentials in URLs: ``https://user:pass@host/`` becomes ``https://<redacted>@host/``;
+- IPv4 and IPv6 addresses (loopback excepted), also both ends of a range ``a.b.c.d-a.b.c.e``: ``<ip-1>``; MAC addresses: ``<mac-1>``;
+- values of dict entries whose key looks secret (:func:`is_secret_name`), wherever those values
+  appear (a value of 4 characters or more, not a common word such as ``true``: where it stands as
+  a word; 8 or more: inside any word too), ``NAME=value`` assignments of such names in text,
+  ``Authorization:`` headers and well-known token shapes: ``<redacted>``;
+- credentials in URLs: ``https://user:pass@host/`` becomes ``https://<redacted>@host/`` (the
+  userinfo runs to the last ``@`` before the host, so a password may hold ``@``); conda channel
+  tokens ``/t/<token>/``: ``/t/<redacted>/``;
 - every match of the caller's extra patterns (``--redact PATTERN``): ``<redacted>``.
 
 Pseudonyms are stable within one report: the same value always gets the same placeholder, so
@@ -34,8 +39,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import ipaddress
+import os
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Set, Tuple
 
 from cudadoctor.model import Report, Snapshot
 
@@ -102,17 +108,39 @@ class Pseudonyms:
 
 # ------------------------------------------------------------------------------ what is secret
 
-_SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION"
-SECRET_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)  # a variable (or mapping key) whose value is secret
-_NAME = rf"[A-Za-z0-9_]*(?:{_SECRET_WORDS})[A-Za-z0-9_]*"
+_SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION"
+# Shorter words that are secret only as a whole part of a name: DB_PASS, FTP_PWD, GITLAB_PAT,
+# AWS_CREDS, but not PATH, COMPASS, PWD (the current folder) or OLDPWD.
+_SECRET_PARTS = r"_(?:PASS|PWD|PAT)(?![A-Za-z0-9])|(?<![A-Za-z0-9])CRED|_CRED"
+SECRET_NAME = re.compile(rf"{_SECRET_WORDS}|{_SECRET_PARTS}", re.IGNORECASE)  # a variable (or key) whose value is secret
+_NAME = rf"[A-Za-z0-9_]*(?:{_SECRET_WORDS}|{_SECRET_PARTS})[A-Za-z0-9_]*"
 # NAME=value, NAME: value, --name value, "name": "value" in any text (the value up to a space or quote)
 _ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9_])(--{_NAME}(?:=|\s+)|{_NAME}['\"]?\s*(?:=|:\s)\s*)"
                          r"(?!<redacted>|(?:bearer|basic|token)\s)(['\"]?)([^\s'\";,]+)")
+# Secret values too common to replace wherever they appear ("1" or "true" in another variable is no leak).
+_TRIVIAL_SECRETS = frozenset({"true", "false", "none", "null", "unset", "auto", "never", "always", "default",
+                              "enabled", "disabled", "empty", "changeme", "redacted"})
+MIN_SECRET = 4  # a secret value this long or longer is replaced wherever it stands as a word
+MIN_SECRET_ANYWHERE = 8  # and this long or longer, inside other words too
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a variable or mapping key of this name holds a secret: it contains ``TOKEN``,
+    ``KEY``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL``, ``AUTH``,
+    ``COOKIE`` or ``SESSION``, starts with ``CRED`` or has a part ``_CRED...``, or has a part
+    ``_PASS``, ``_PWD`` or ``_PAT`` (any case)."""
+    return bool(SECRET_NAME.search(name))
+
+
 _AUTH_HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*(?:bearer|basic|token)?\s*)(?!<redacted>)[^\s'\",;]+")
 _TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
     r"|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|A[KS]IA[0-9A-Z]{16})(?![A-Za-z0-9])")
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s@'\"<>]+@")
+# The userinfo runs to the LAST @ before the host's end (RFC 3986 wants @ in a password encoded,
+# people do not): https://u:p@ss@host/ must lose "p@ss" whole.
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s'\"<>]+@")
+# A conda channel token: https://conda.anaconda.org/t/<token>/channel/... (any host serving one).
+_CONDA_TOKEN = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s'\"<>]*?/t/)(?!<redacted>(?:/|$))([^/\s'\"<>]+)")
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _GPU_UUID = re.compile(rf"(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9])")
@@ -120,6 +148,9 @@ _GPU_PREFIX = re.compile(r"(?<![A-Za-z0-9])((?:GPU|MIG)-[0-9a-fA-F]{4}[0-9a-fA-F
 _BARE_UUID = re.compile(rf"(?<![A-Za-z0-9-]){_UUID}(?![A-Za-z0-9-])")
 _MAC = re.compile(r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])")
 _IPV4 = re.compile(r"(?<![\w.-])(?<![<>=!~]=)(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\w)")
+# A range of addresses, 10.0.0.1-10.0.0.9: _IPV4 refuses an address next to "-" (cuda-12.4.1.2
+# is no address), so ranges are found as a whole.
+_IPV4_RANGE = re.compile(r"(?<![\w.-])((?:\d{1,3}\.){3}\d{1,3})-((?:\d{1,3}\.){3}\d{1,3})(?![\w-]|\.\w)")
 _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%[\w.]+)?(?![\w:])")
 _HOME = re.compile(r"(/home/|/Users/|[A-Za-z]:[\\/]Users[\\/]|\\Users\\)([^/\\\s:;,'\"<>|*?]+)")
 # Names that say nothing about anyone, and words a free-text replacement would damage.
@@ -130,6 +161,10 @@ GENERIC = frozenset({
     "shared", "public", "default", "all users", "linuxbrew", "guest", "redacted", "hostname", "serial", "home",
     "none", "null", "unknown", "test", "tests", "local", "container", "runneradmin", "codespace",
 })
+# HOME values that are no one's (a service account's, a sandbox's): replacing them would hide
+# system paths every report shares.
+SYSTEM_HOMES = frozenset({"/", "/root", "/tmp", "/var/tmp", "/nonexistent", "/var/empty", "/dev/null", "/home",
+                          "/Users", "/var/lib", "/usr", "/opt", "/srv", "/var", "/run"})
 # Fields that hold our own vocabulary (codes, categories, statuses), never facts of the machine.
 IDENTIFIER_FIELDS = frozenset({
     "code", "caused_by", "evidence", "source", "confidence", "severity", "category", "status", "suite",
@@ -175,13 +210,46 @@ KIND_WORDS: Dict[str, Tuple[str, str]] = {
 }
 
 
-def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bool = False
-           ) -> Tuple[Report, RedactionSummary]:
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """Who writes the report: user names and home directories to redact besides those the
+    snapshot holds. The env probe keeps only GPU-related variables, so a ``HOME`` outside
+    ``/home`` (``/scratch/maya``, ``/u/maya``) is known only to the process writing the report."""
+
+    users: Tuple[str, ...] = ()
+    homes: Tuple[str, ...] = ()
+
+
+def local_identity(environ: Optional[Mapping[str, str]] = None) -> Identity:
+    """The :class:`Identity` of this process: ``USER``, ``LOGNAME``, ``USERNAME``, ``SUDO_USER``,
+    ``HOME`` and ``USERPROFILE`` of ``environ`` (default: ``os.environ``), and the user name and
+    home directory of the passwd entry of the real user (they differ under ``sudo`` or ``su``)."""
+    env = os.environ if environ is None else environ
+    users = [env.get(k, "") for k in _USER_VARIABLES]
+    homes = [env.get(k, "") for k in _HOME_VARIABLES]
+    try:
+        import pwd  # not on Windows
+
+        entry = pwd.getpwuid(os.getuid())
+        users.append(entry.pw_name)
+        homes.append(entry.pw_dir)
+    except (ImportError, KeyError, AttributeError):  # no pwd module, or a uid without an entry (containers)
+        pass
+    return Identity(tuple(dict.fromkeys(u for u in users if u)), tuple(dict.fromkeys(h for h in homes if h)))
+
+
+_USER_VARIABLES = ("USER", "LOGNAME", "USERNAME", "SUDO_USER")
+_HOME_VARIABLES = ("HOME", "USERPROFILE")
+
+
+def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bool = False,
+           local: Identity = Identity()) -> Tuple[Report, RedactionSummary]:
     """The report with private values replaced by placeholders, and what was replaced.
 
     ``extra_patterns`` are regular expressions (``re`` syntax); ``re.error`` propagates for an
-    invalid one. The result's ``redaction`` field says that and how the report was redacted."""
-    scrubber = _Scrubber(report.snapshot, [re.compile(p) for p in extra_patterns], keep_hostname)
+    invalid one. ``local``: user names and homes of whoever writes the report, redacted too (see
+    :func:`local_identity`). The result's ``redaction`` field says that and how the report was redacted."""
+    scrubber = _Scrubber(report.snapshot, [re.compile(p) for p in extra_patterns], keep_hostname, local)
     redacted = _walk(dataclasses.replace(report, redaction=None), scrubber, None)
     summary = RedactionSummary(scrubber.counts(), tuple(extra_patterns))
     note = (f"Redacted by cudadoctor: {summary.describe()}; placeholders such as <user>, <hostname> and "
@@ -215,7 +283,7 @@ def _walk(value: Any, scrub: "_Scrubber", name: Optional[str]) -> Any:
         out = {}
         for k, v in value.items():
             key = scrub(k) if isinstance(k, str) else k
-            if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k) and v:
+            if isinstance(k, str) and isinstance(v, str) and is_secret_name(k) and v:
                 out[key] = scrub.secret(v)
             else:
                 out[key] = _walk(v, scrub, name)
@@ -240,7 +308,7 @@ def _strings(value: Any, name: Optional[str] = None) -> Iterable[Tuple[Optional[
         for k, v in value.items():
             if isinstance(k, str):
                 yield name, k
-            if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k):
+            if isinstance(k, str) and isinstance(v, str) and is_secret_name(k):
                 yield "$secret", v
             else:
                 yield from _strings(v, name)
@@ -249,19 +317,20 @@ def _strings(value: Any, name: Optional[str] = None) -> Iterable[Tuple[Optional[
 class _Scrubber:
     """The string transformation: learns the private values of a snapshot, then replaces them."""
 
-    def __init__(self, snap: Snapshot, patterns: Sequence[Pattern[str]], keep_hostname: bool) -> None:
+    def __init__(self, snap: Snapshot, patterns: Sequence[Pattern[str]], keep_hostname: bool, local: Identity) -> None:
         self.names = Pseudonyms()
         self.patterns = patterns
         self.hits: Dict[str, Set[str]] = {}
         self.secrets: List[str] = []
-        self.words: List[Tuple[Pattern[str], str, str]] = []  # (pattern, placeholder, kind)
+        self.short_secrets: List[Tuple[str, Pattern[str]]] = []
+        self.words: List[Tuple[Pattern[str], str, str]] = []  # (pattern, the name it spells, kind)
         self.ips: Set[str] = set()
-        self.homes: List[Tuple[str, str]] = []
+        self.homes: List[Tuple[Pattern[str], str]] = []
         self.hostname: Optional[str] = None
         self.username: Optional[str] = None
         self.serials: List[Tuple[str, str]] = []
         self.version_like: Set[str] = set()
-        self._learn(snap, keep_hostname)
+        self._learn(snap, keep_hostname, local)
 
     def counts(self) -> Dict[str, int]:
         return {kind: len(values) for kind, values in self.hits.items() if values}
@@ -269,35 +338,47 @@ class _Scrubber:
     def _hit(self, kind: str, value: str) -> None:
         self.hits.setdefault(kind, set()).add(value)
 
-    def _learn(self, snap: Snapshot, keep_hostname: bool) -> None:
+    def _learn(self, snap: Snapshot, keep_hostname: bool, local: Identity) -> None:
         for gpu in snap.gpus or ():  # GPU-a is GPU 0, whatever order the strings come in
             if gpu.uuid and _GPU_UUID.fullmatch(gpu.uuid):
                 self.names.name("gpu_uuid", gpu.uuid)
             if gpu.serial and gpu.serial.strip():
                 self.names.name("gpu_serial", gpu.serial.strip())
-        self._learn_people(snap, keep_hostname)
+        self._learn_people(snap, keep_hostname, local)
         for name, text in _strings(snap):
             if name == "$secret" and text and text != REDACTED:
                 self.secrets.append(text)
             elif not (name and name.endswith(VERSION_FIELDS)):
                 self._learn_ips(text)
-        self.secrets = sorted({s for s in self.secrets if len(s) >= 6}, key=len, reverse=True)
+        # A secret's value is replaced wherever else it appears (XLA_FLAGS=--x=<value>): from
+        # MIN_SECRET characters on where it stands as a word, from MIN_SECRET_ANYWHERE on inside
+        # words too; shorter or trivial values ("1", "true") would damage every other string.
+        values = {s for s in self.secrets if len(s) >= MIN_SECRET and s.lower() not in _TRIVIAL_SECRETS}
+        self.secrets = sorted((s for s in values if len(s) >= MIN_SECRET_ANYWHERE), key=len, reverse=True)
+        self.short_secrets = [(s, _word(s)) for s in sorted((s for s in values if len(s) < MIN_SECRET_ANYWHERE),
+                                                             key=len, reverse=True)]
         self.serials = self.names.known("gpu_serial")
         self.version_like = {text for name, text in _strings(snap) if name and name.endswith(VERSION_FIELDS)}
 
-    def _learn_people(self, snap: Snapshot, keep_hostname: bool) -> None:
-        """The username, the home directory and the hostname, and the words that spell them."""
+    def _learn_people(self, snap: Snapshot, keep_hostname: bool, local: Identity) -> None:
+        """The usernames, the home directories and the hostname, and the words that spell them."""
         host, env = snap.host, snap.env or {}
-        user = _real((host.username if host else None) or env.get("USER") or env.get("USERNAME"))
-        self.username = user
-        if user:
-            self.names.name("username", user)
+        users = [_real(u) for u in ((host.username if host else None), *(env.get(k) for k in _USER_VARIABLES),
+                                    *local.users)]
+        known = [u for u in dict.fromkeys(u for u in users if u)]
+        self.username = known[0] if known else None
+        if self.username:
+            self.names.name("username", self.username)  # <user>; the others are numbered as they are met
+        for user in known:
             if len(user) >= 3 and user.lower() not in GENERIC:
-                windows = bool(host and host.os == "windows")  # case-insensitive names there
-                self.words.append((_word(user, re.IGNORECASE if windows else 0), USER, "username"))
-        home = env.get("HOME") or env.get("USERPROFILE")
-        if home and len(home.strip("/\\")) > 2 and not _HOME.search(home) and home.rstrip("/") not in ("/root", "/"):
-            self.homes.append((home.rstrip("/\\"), "<home>"))
+                # any case: MAYA in a path or a variable is still maya (and Windows ignores case)
+                self.words.append((_word(user, re.IGNORECASE), user, "username"))
+        for home in dict.fromkeys(h for h in (*(env.get(k) for k in _HOME_VARIABLES), *local.homes) if h):
+            home = home.rstrip("/\\")
+            if len(home.strip("/\\")) > 2 and not _HOME.search(home) and home not in SYSTEM_HOMES \
+                    and _real(home):
+                # the home as a whole path part: /u/ma is not the start of /u/max
+                self.homes.append((re.compile(re.escape(home) + r"(?![^/\\\s:;,'\"<>|])"), home))
         hostname = _real(host.hostname if host else None)
         if hostname and not keep_hostname:
             # the full name first, then its first label; both before the username ("maya-laptop"
@@ -312,6 +393,8 @@ class _Scrubber:
             for m in _IPV4.finditer(text):
                 if _is_address(m.group(0)):
                     self.ips.add(m.group(0))
+            for m in _IPV4_RANGE.finditer(text):
+                self.ips.update(ip for ip in m.groups() if _is_address(ip))
         if text.count(":") >= 2:
             for m in _IPV6.finditer(text):
                 if _is_address(m.group(0).split("%")[0]):
@@ -337,19 +420,28 @@ class _Scrubber:
             if secret in text:
                 self._hit("secret", secret)
                 text = text.replace(secret, REDACTED)
+        for secret, word in self.short_secrets:
+            if secret in text:
+                text = word.sub(self._replacer("secret", REDACTED), text)
         text = _AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
         text = _ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
         text = _TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
-        text = _URL_CREDENTIALS.sub(
-            lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
+        if "://" in text:
+            if "/t/" in text:
+                text = _CONDA_TOKEN.sub(lambda m: m.group(1) + self._sub("secret", m.group(2), REDACTED), text)
+            text = _URL_CREDENTIALS.sub(
+                lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
         if "-" in text:
             text = self._uuids(text)
         text = self._serials(text)
         text = self._addresses(text)
         text = self._home(text)
-        for pattern, placeholder, kind in self.words:
-            text = pattern.sub(self._replacer(kind, placeholder), text)
+        for pattern, name, kind in self.words:
+            text = pattern.sub(self._replacer(kind, HOSTNAME) if kind == "hostname" else self._user(name), text)
         return text
+
+    def _user(self, name: str) -> Callable[["re.Match[str]"], str]:
+        return lambda m: self._sub("username", m.group(0), self.names.name("username", name))
 
     def _replacer(self, kind: str, placeholder: str) -> Callable[["re.Match[str]"], str]:
         return lambda m: self._sub(kind, m.group(0), placeholder)
@@ -393,22 +485,24 @@ class _Scrubber:
             return text
         if "." in text:
             text = _IPV4.sub(self._ip, text)
+            text = _IPV4_RANGE.sub(lambda m: f"{self._ip_text(m.group(1))}-{self._ip_text(m.group(2))}", text)
         if text.count(":") >= 2:
             text = _IPV6.sub(self._ip, text)
         return text
 
     def _ip(self, m: "re.Match[str]") -> str:
-        value = m.group(0)
+        return self._ip_text(m.group(0))
+
+    def _ip_text(self, value: str) -> str:
         if value not in self.ips or value in self.version_like:
             return value
         self._hit("ip", value)
         return self.names.name("ip", value)
 
     def _home(self, text: str) -> str:
-        for home, placeholder in self.homes:
+        for pattern, home in self.homes:
             if home in text:
-                self._hit("home", home)
-                text = text.replace(home, placeholder)
+                text = pattern.sub(self._replacer("home", "<home>"), text)
         if "Users" not in text and "/home/" not in text:
             return text
 
