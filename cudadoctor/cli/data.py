@@ -9,6 +9,7 @@ from typing import Any, List, Optional
 
 import click
 
+from cudadoctor.model.printable import printable
 from cudadoctor.errors import CudadoctorError, ExitCode
 
 
@@ -99,6 +100,7 @@ def show(table: str, as_json: bool) -> int:
 
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    text = printable(text)  # a bundle's records are outside text: shown with control characters escaped
     return text if len(text) <= 60 else text[:57] + "..."
 
 

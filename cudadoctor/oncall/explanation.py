@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
+from cudadoctor.model.printable import printable
 
 if TYPE_CHECKING:  # the checks and the matrix load when something is explained, not at import
     from cudadoctor.matrix import Matrix
@@ -239,7 +240,7 @@ def _text(e: Explanation, color: bool, verbose: bool) -> List[str]:
         m, sig = x.match, x.match.signature
         count = f" {n} of {len(e.matches)}" if len(e.matches) > 1 else ""
         out.append(style(f"Known error{count}: {sig.id}", BOLD) + style(f"  (line {m.line_number})", DIM))
-        out.extend(_wrap("", " ".join(m.line.split())[:300]))
+        out.extend(_wrap("", printable(" ".join(m.line.split())[:300])))  # a pasted log may carry escape sequences
         out.extend(_wrap("what", sig.explanation))
         out.append("  possible causes, most likely first:")
         for i, cause in enumerate(x.causes, 1):

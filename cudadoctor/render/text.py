@@ -7,6 +7,7 @@ from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
 from cudadoctor.model import DriverInfo, Finding, FrameworkBuild, Gpu, Report, Severity, Snapshot, Toolkit
 from cudadoctor.host.nvml import nvml_error_text
+from cudadoctor.model.printable import printable_tree
 from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
 
 LABEL_WIDTH = 11
@@ -24,6 +25,7 @@ class Style:
 
 
 def render_text(report: Report, stream: TextIO, color: bool = False, verbose: bool = False) -> None:
+    report = printable_tree(report)  # control characters from the data escaped (it may be a stranger's report)
     style = Style(color)
     snap = report.snapshot
     out: List[str] = [header(report, style), ""]
