@@ -15,7 +15,7 @@ from cudadoctor.errors import CudadoctorError, ExitCode
 
 @click.group()
 def data() -> None:
-    """The compatibility data: info, validate, show, rollback."""
+    """The compatibility data: info, validate, show, update, rollback."""
 
 
 def _matrix(path: Optional[str] = None) -> Any:

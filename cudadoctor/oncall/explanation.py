@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.model.printable import printable
+from cudadoctor.render.wrap import wrap
 
 if TYPE_CHECKING:  # the checks and the matrix load when something is explained, not at import
     from cudadoctor.matrix import Matrix
@@ -232,7 +233,7 @@ def _text(e: Explanation, color: bool, verbose: bool) -> List[str]:
     if not e.matches:
         first = next((line.strip() for line in e.message.splitlines() if line.strip()), "")
         out.append(style(f"No known error signature matches this text ({e.signatures_known} signatures known).", BOLD))
-        out.extend(_wrap("", f"It begins: {first[:200]}"))
+        out.extend(_wrap("", f"It begins: {printable(first[:200])}"))  # pasted text: escape sequences shown escaped
         out.extend(_wrap("", "Give the complete output, from the first error line on: the line naming the CUDA "
                              "error is often not the last one."))
         out.append("")
@@ -249,7 +250,7 @@ def _text(e: Explanation, color: bool, verbose: bool) -> List[str]:
                 words = style(VERDICT_WORDS[cause.verdict], verdict_color[cause.verdict], BOLD)
                 out.extend(_wrap("", f"{words}: {cause.reason}", indent=7))
         out.append("  verify:")
-        out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4))
+        out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4, commands=True))
         if verbose:
             out.extend(_wrap("seen", ", ".join(sig.seen_in)))
         out.append("")
@@ -263,8 +264,13 @@ def _text(e: Explanation, color: bool, verbose: bool) -> List[str]:
     return out
 
 
-def _wrap(label: str, text: str, indent: int = 2) -> List[str]:
+def _wrap(label: str, text: str, indent: int = 2, commands: bool = False) -> List[str]:
+    """``text`` wrapped under ``label``; with ``commands``, a quoted command (python -c '...') stays
+    on one line, to paste."""
     head = " " * indent + (f"{label:<5} " if label else "")
-    lines = textwrap.wrap(text, WRAP - len(head), break_long_words=False, break_on_hyphens=False) or [""]
+    if commands:
+        lines = wrap(text, WRAP - len(head)) or [""]
+    else:
+        lines = textwrap.wrap(text, WRAP - len(head), break_long_words=False, break_on_hyphens=False) or [""]
     return [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
 
