@@ -147,6 +147,11 @@ def test_user_and_logname_that_differ_are_both_user_names() -> None:
     assert (rd(snap, Identity(users=("mkoval", "sue"))).env or {})["CUDA_X"] == "/d/<user>/x and /d/<user-2>/y"
 
 
+def test_a_user_named_like_a_path_word_leaves_the_paths_alone() -> None:
+    snap = Snapshot(host=HostInfo(username="dev"), env={"CUDA_X": "/dev/nvidia0", "CUDA_Y": "/usr/lib/torch"})
+    assert rd(snap, Identity(users=("torch", "lib"))).env == snap.env
+
+
 def test_conda_channel_tokens() -> None:
     url = "https://conda.anaconda.org/t/ab-1234-cdef/conda-forge/linux-64"
     snap = Snapshot(packages=(Package("pytorch", "2.5.1", "conda", channel=url),), env={"CONDA_X": f"{url}/x.conda"})

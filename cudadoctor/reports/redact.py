@@ -160,6 +160,11 @@ GENERIC = frozenset({
     "localhost", "linux", "host", "node", "main", "master", "server", "desktop", "laptop", "workstation", "gpu",
     "shared", "public", "default", "all users", "linuxbrew", "guest", "redacted", "hostname", "serial", "home",
     "none", "null", "unknown", "test", "tests", "local", "container", "runneradmin", "codespace",
+    # words of every path and report: a user named "dev" or "torch" must not turn /dev/nvidia0
+    # into /<user>/nvidia0 (user names are now learned from the writer's environment too)
+    "dev", "bin", "sbin", "lib", "lib64", "usr", "etc", "opt", "var", "tmp", "sys", "proc", "run", "mnt", "media",
+    "srv", "snap", "boot", "src", "include", "share", "data", "work", "scratch", "torch", "pytorch", "jax",
+    "tensorflow", "cupy", "pip", "venv", "env", "envs", "nccl", "cudnn", "driver", "smoke", "report",
 })
 # HOME values that are no one's (a service account's, a sandbox's): replacing them would hide
 # system paths every report shares.
