@@ -142,3 +142,23 @@ def test_explain_shows_a_pasted_log_escaped(text: str, capsys: pytest.CaptureFix
     code, out, err = cli(["explain", "--no-check", text], capsys)
     assert code == 0, err
     assert not RAW.search(out + err), out
+
+
+def test_install_shows_hostile_data_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A data bundle is outside text too: an index URL carrying an escape sequence is shown escaped."""
+    from cudadoctor.data.source import current, use
+
+    data = tmp_path / "data"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "compat_data", data)
+    table = json.loads((data / "package_indexes.json").read_text(encoding="utf-8"))
+    for record in table["records"]:
+        if record["id"] == "pytorch-wheels":
+            record["url_pattern"] = "https://download.pytorch.org/whl/" + OSC52 + "{variant}"
+    (data / "package_indexes.json").write_text(json.dumps(table), encoding="utf-8")
+    previous = current()
+    try:
+        code, out, err = cli(["--data", str(data), "install", "torch", "--gpu", "RTX 4090", "--os", "linux"], capsys)
+    finally:
+        use(previous)  # the data in use goes back to what later tests expect
+    assert code == 0, err
+    assert "\\x1b]52" in out and not RAW.search(out + err)
