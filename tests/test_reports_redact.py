@@ -19,7 +19,8 @@ from cudadoctor.api import make_report
 from cudadoctor.model import HostInfo, Package, PythonEnv, Snapshot
 from cudadoctor.model.parsers import parse_conda_meta
 from cudadoctor.probes.system import ENV_NAMES
-from cudadoctor.reports.redact import REDACTED, Identity, is_secret_name, local_identity, redact
+from cudadoctor.reports.redact import REDACTED, redact
+from cudadoctor.reports.redact_rules import Identity, is_secret_name, local_identity
 from helpers import MACHINES, cli
 
 MARKER = "zqxmarker"

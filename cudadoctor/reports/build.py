@@ -82,7 +82,8 @@ def finish_report(report: Report, *, redact: bool = True, keep_hostname: bool = 
     from cudadoctor.reports.node import pseudonym
 
     if redact:
-        from cudadoctor.reports.redact import local_identity, redact as redact_report
+        from cudadoctor.reports.redact import redact as redact_report
+        from cudadoctor.reports.redact_rules import local_identity
 
         # whoever writes the report: its HOME and user names are private too, and the env probe
         # does not keep HOME (a HOME outside /home would be left in the paths otherwise)

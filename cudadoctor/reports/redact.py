@@ -8,15 +8,16 @@ added to the model later is covered without touching this module. It replaces:
   user's), and the username wherever it stands as a word: ``<user>`` (another user's name:
   ``<user-2>``, ...); a ``HOME`` elsewhere: ``<home>``. User names and homes are learned from the
   snapshot (``host.username``, ``USER``, ``LOGNAME``, ``USERNAME``, ``SUDO_USER``, ``HOME``,
-  ``USERPROFILE``) and from the :class:`Identity` of the process writing the report (its
-  environment and passwd entry: the env probe does not keep ``HOME``);
+  ``USERPROFILE``) and from the ``Identity`` of the process writing the report (its environment
+  and passwd entry, :mod:`cudadoctor.reports.redact_rules`: the env probe does not keep ``HOME``);
 - the hostname (``host.hostname``, and wherever it stands as a word): ``<hostname>``;
 - GPU UUIDs: ``GPU-a``, ``GPU-b``, ... in GPU index order (``MIG-a`` for MIG devices; a prefix
   of a UUID, as ``CUDA_VISIBLE_DEVICES`` allows, becomes the same pseudonym, or
   ``GPU-unmatched-1`` when it names no GPU); other UUIDs:
   ``<uuid-1>``; GPU serials: ``<serial-a>``;
-- IPv4 and IPv6 addresses (loopback excepted), also both ends of a range ``a.b.c.d-a.b.c.e``: ``<ip-1>``; MAC addresses: ``<mac-1>``;
-- values of dict entries whose key looks secret (:func:`is_secret_name`), wherever those values
+- IPv4 and IPv6 addresses (loopback excepted), also both ends of a range ``a.b.c.d-a.b.c.e``:
+  ``<ip-1>``; MAC addresses: ``<mac-1>``;
+- values of dict entries whose key looks secret (``is_secret_name``), wherever those values
   appear (a value of 4 characters or more, not a common word such as ``true``: where it stands as
   a word; 8 or more: inside any word too), ``NAME=value`` assignments of such names in text,
   ``Authorization:`` headers and well-known token shapes: ``<redacted>``;
@@ -39,11 +40,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import ipaddress
-import os
 import re
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
 
 from cudadoctor.model import Report, Snapshot
+from cudadoctor.reports.redact_rules import (
+    ASSIGNMENT, AUTH_HEADER, BARE_UUID, CONDA_TOKEN, GENERIC, GPU_PREFIX, GPU_UUID, HOME_DIR, HOME_VARIABLES,
+    IDENTIFIER_FIELDS, IPV4, IPV4_RANGE, IPV6, Identity, MAC, MIN_SECRET, MIN_SECRET_ANYWHERE, SYSTEM_HOMES,
+    TOKEN_SHAPES, TRIVIAL_SECRETS, URL_CREDENTIALS, USER_VARIABLES, VERSION_FIELDS, is_secret_name,
+)
 
 REDACTED = "<redacted>"
 USER = "<user>"
@@ -106,79 +111,6 @@ class Pseudonyms:
         return self._seen.get(kind, 0)
 
 
-# ------------------------------------------------------------------------------ what is secret
-
-_SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION"
-# Shorter words that are secret only as a whole part of a name: DB_PASS, FTP_PWD, GITLAB_PAT,
-# AWS_CREDS, but not PATH, COMPASS, PWD (the current folder) or OLDPWD.
-_SECRET_PARTS = r"_(?:PASS|PWD|PAT)(?![A-Za-z0-9])|(?<![A-Za-z0-9])CRED|_CRED"
-SECRET_NAME = re.compile(rf"{_SECRET_WORDS}|{_SECRET_PARTS}", re.IGNORECASE)  # a variable (or key) whose value is secret
-_NAME = rf"[A-Za-z0-9_]*(?:{_SECRET_WORDS}|{_SECRET_PARTS})[A-Za-z0-9_]*"
-# NAME=value, NAME: value, --name value, "name": "value" in any text (the value up to a space or quote)
-_ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9_])(--{_NAME}(?:=|\s+)|{_NAME}['\"]?\s*(?:=|:\s)\s*)"
-                         r"(?!<redacted>|(?:bearer|basic|token)\s)(['\"]?)([^\s'\";,]+)")
-# Secret values too common to replace wherever they appear ("1" or "true" in another variable is no leak).
-_TRIVIAL_SECRETS = frozenset({"true", "false", "none", "null", "unset", "auto", "never", "always", "default",
-                              "enabled", "disabled", "empty", "changeme", "redacted"})
-MIN_SECRET = 4  # a secret value this long or longer is replaced wherever it stands as a word
-MIN_SECRET_ANYWHERE = 8  # and this long or longer, inside other words too
-
-
-def is_secret_name(name: str) -> bool:
-    """True when a variable or mapping key of this name holds a secret: it contains ``TOKEN``,
-    ``KEY``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``PASSPHRASE``, ``CREDENTIAL``, ``AUTH``,
-    ``COOKIE`` or ``SESSION``, starts with ``CRED`` or has a part ``_CRED...``, or has a part
-    ``_PASS``, ``_PWD`` or ``_PAT`` (any case)."""
-    return bool(SECRET_NAME.search(name))
-
-
-_AUTH_HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*(?:bearer|basic|token)?\s*)(?!<redacted>)[^\s'\",;]+")
-_TOKEN_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
-    r"|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|A[KS]IA[0-9A-Z]{16})(?![A-Za-z0-9])")
-# The userinfo runs to the LAST @ before the host's end (RFC 3986 wants @ in a password encoded,
-# people do not): https://u:p@ss@host/ must lose "p@ss" whole.
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s'\"<>]+@")
-# A conda channel token: https://conda.anaconda.org/t/<token>/channel/... (any host serving one).
-_CONDA_TOKEN = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s'\"<>]*?/t/)(?!<redacted>(?:/|$))([^/\s'\"<>]+)")
-
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_GPU_UUID = re.compile(rf"(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9])")
-_GPU_PREFIX = re.compile(r"(?<![A-Za-z0-9])((?:GPU|MIG)-[0-9a-fA-F]{4}[0-9a-fA-F-]*)(?![A-Za-z0-9-])")
-_BARE_UUID = re.compile(rf"(?<![A-Za-z0-9-]){_UUID}(?![A-Za-z0-9-])")
-_MAC = re.compile(r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])")
-_IPV4 = re.compile(r"(?<![\w.-])(?<![<>=!~]=)(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\w)")
-# A range of addresses, 10.0.0.1-10.0.0.9: _IPV4 refuses an address next to "-" (cuda-12.4.1.2
-# is no address), so ranges are found as a whole.
-_IPV4_RANGE = re.compile(r"(?<![\w.-])((?:\d{1,3}\.){3}\d{1,3})-((?:\d{1,3}\.){3}\d{1,3})(?![\w-]|\.\w)")
-_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%[\w.]+)?(?![\w:])")
-_HOME = re.compile(r"(/home/|/Users/|[A-Za-z]:[\\/]Users[\\/]|\\Users\\)([^/\\\s:;,'\"<>|*?]+)")
-# Names that say nothing about anyone, and words a free-text replacement would damage.
-GENERIC = frozenset({
-    "root", "user", "users", "admin", "administrator", "ubuntu", "debian", "fedora", "centos", "rocky", "alma",
-    "jovyan", "runner", "vagrant", "docker", "nvidia", "cuda", "conda", "python", "builder", "build", "ec2-user",
-    "localhost", "linux", "host", "node", "main", "master", "server", "desktop", "laptop", "workstation", "gpu",
-    "shared", "public", "default", "all users", "linuxbrew", "guest", "redacted", "hostname", "serial", "home",
-    "none", "null", "unknown", "test", "tests", "local", "container", "runneradmin", "codespace",
-    # words of every path and report: a user named "dev" or "torch" must not turn /dev/nvidia0
-    # into /<user>/nvidia0 (user names are now learned from the writer's environment too)
-    "dev", "bin", "sbin", "lib", "lib64", "usr", "etc", "opt", "var", "tmp", "sys", "proc", "run", "mnt", "media",
-    "srv", "snap", "boot", "src", "include", "share", "data", "work", "scratch", "torch", "pytorch", "jax",
-    "tensorflow", "cupy", "pip", "venv", "env", "envs", "nccl", "cudnn", "driver", "smoke", "report",
-})
-# HOME values that are no one's (a service account's, a sandbox's): replacing them would hide
-# system paths every report shares.
-SYSTEM_HOMES = frozenset({"/", "/root", "/tmp", "/var/tmp", "/nonexistent", "/var/empty", "/dev/null", "/home",
-                          "/Users", "/var/lib", "/usr", "/opt", "/srv", "/var", "/run"})
-# Fields that hold our own vocabulary (codes, categories, statuses), never facts of the machine.
-IDENTIFIER_FIELDS = frozenset({
-    "code", "caused_by", "evidence", "source", "confidence", "severity", "category", "status", "suite",
-    "probe", "kind", "tier", "shell", "version_source", "schema_version", "redaction",
-})
-# Fields whose values are versions: never read as IP addresses (cuBLAS 12.4.5.8 is no address).
-VERSION_FIELDS = ("version", "cuda", "cudnn", "nccl", "glibc", "kernel")
-
-
 @dataclasses.dataclass(frozen=True)
 class RedactionSummary:
     """What was redacted: distinct values replaced, per kind (see :data:`KIND_WORDS`)."""
@@ -213,38 +145,6 @@ KIND_WORDS: Dict[str, Tuple[str, str]] = {
     "url_credentials": ("URL credential", "URL credentials"),
     "pattern": ("--redact match", "--redact matches"),
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Identity:
-    """Who writes the report: user names and home directories to redact besides those the
-    snapshot holds. The env probe keeps only GPU-related variables, so a ``HOME`` outside
-    ``/home`` (``/scratch/maya``, ``/u/maya``) is known only to the process writing the report."""
-
-    users: Tuple[str, ...] = ()
-    homes: Tuple[str, ...] = ()
-
-
-def local_identity(environ: Optional[Mapping[str, str]] = None) -> Identity:
-    """The :class:`Identity` of this process: ``USER``, ``LOGNAME``, ``USERNAME``, ``SUDO_USER``,
-    ``HOME`` and ``USERPROFILE`` of ``environ`` (default: ``os.environ``), and the user name and
-    home directory of the passwd entry of the real user (they differ under ``sudo`` or ``su``)."""
-    env = os.environ if environ is None else environ
-    users = [env.get(k, "") for k in _USER_VARIABLES]
-    homes = [env.get(k, "") for k in _HOME_VARIABLES]
-    try:
-        import pwd  # not on Windows
-
-        entry = pwd.getpwuid(os.getuid())
-        users.append(entry.pw_name)
-        homes.append(entry.pw_dir)
-    except (ImportError, KeyError, AttributeError):  # no pwd module, or a uid without an entry (containers)
-        pass
-    return Identity(tuple(dict.fromkeys(u for u in users if u)), tuple(dict.fromkeys(h for h in homes if h)))
-
-
-_USER_VARIABLES = ("USER", "LOGNAME", "USERNAME", "SUDO_USER")
-_HOME_VARIABLES = ("HOME", "USERPROFILE")
 
 
 def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bool = False,
@@ -345,7 +245,7 @@ class _Scrubber:
 
     def _learn(self, snap: Snapshot, keep_hostname: bool, local: Identity) -> None:
         for gpu in snap.gpus or ():  # GPU-a is GPU 0, whatever order the strings come in
-            if gpu.uuid and _GPU_UUID.fullmatch(gpu.uuid):
+            if gpu.uuid and GPU_UUID.fullmatch(gpu.uuid):
                 self.names.name("gpu_uuid", gpu.uuid)
             if gpu.serial and gpu.serial.strip():
                 self.names.name("gpu_serial", gpu.serial.strip())
@@ -358,7 +258,7 @@ class _Scrubber:
         # A secret's value is replaced wherever else it appears (XLA_FLAGS=--x=<value>): from
         # MIN_SECRET characters on where it stands as a word, from MIN_SECRET_ANYWHERE on inside
         # words too; shorter or trivial values ("1", "true") would damage every other string.
-        values = {s for s in self.secrets if len(s) >= MIN_SECRET and s.lower() not in _TRIVIAL_SECRETS}
+        values = {s for s in self.secrets if len(s) >= MIN_SECRET and s.lower() not in TRIVIAL_SECRETS}
         self.secrets = sorted((s for s in values if len(s) >= MIN_SECRET_ANYWHERE), key=len, reverse=True)
         self.short_secrets = [(s, _word(s)) for s in sorted((s for s in values if len(s) < MIN_SECRET_ANYWHERE),
                                                              key=len, reverse=True)]
@@ -368,7 +268,7 @@ class _Scrubber:
     def _learn_people(self, snap: Snapshot, keep_hostname: bool, local: Identity) -> None:
         """The usernames, the home directories and the hostname, and the words that spell them."""
         host, env = snap.host, snap.env or {}
-        users = [_real(u) for u in ((host.username if host else None), *(env.get(k) for k in _USER_VARIABLES),
+        users = [_real(u) for u in ((host.username if host else None), *(env.get(k) for k in USER_VARIABLES),
                                     *local.users)]
         known = [u for u in dict.fromkeys(u for u in users if u)]
         self.username = known[0] if known else None
@@ -378,9 +278,9 @@ class _Scrubber:
             if len(user) >= 3 and user.lower() not in GENERIC:
                 # any case: MAYA in a path or a variable is still maya (and Windows ignores case)
                 self.words.append((_word(user, re.IGNORECASE), user, "username"))
-        for home in dict.fromkeys(h for h in (*(env.get(k) for k in _HOME_VARIABLES), *local.homes) if h):
+        for home in dict.fromkeys(h for h in (*(env.get(k) for k in HOME_VARIABLES), *local.homes) if h):
             home = home.rstrip("/\\")
-            if len(home.strip("/\\")) > 2 and not _HOME.search(home) and home not in SYSTEM_HOMES \
+            if len(home.strip("/\\")) > 2 and not HOME_DIR.search(home) and home not in SYSTEM_HOMES \
                     and _real(home):
                 # the home as a whole path part: /u/ma is not the start of /u/max
                 self.homes.append((re.compile(re.escape(home) + r"(?![^/\\\s:;,'\"<>|])"), home))
@@ -395,13 +295,13 @@ class _Scrubber:
 
     def _learn_ips(self, text: str) -> None:
         if "." in text:
-            for m in _IPV4.finditer(text):
+            for m in IPV4.finditer(text):
                 if _is_address(m.group(0)):
                     self.ips.add(m.group(0))
-            for m in _IPV4_RANGE.finditer(text):
+            for m in IPV4_RANGE.finditer(text):
                 self.ips.update(ip for ip in m.groups() if _is_address(ip))
         if text.count(":") >= 2:
-            for m in _IPV6.finditer(text):
+            for m in IPV6.finditer(text):
                 if _is_address(m.group(0).split("%")[0]):
                     self.ips.add(m.group(0))
 
@@ -428,13 +328,13 @@ class _Scrubber:
         for secret, word in self.short_secrets:
             if secret in text:
                 text = word.sub(self._replacer("secret", REDACTED), text)
-        text = _AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
-        text = _ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
-        text = _TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
+        text = AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
+        text = ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
+        text = TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
         if "://" in text:
             if "/t/" in text:
-                text = _CONDA_TOKEN.sub(lambda m: m.group(1) + self._sub("secret", m.group(2), REDACTED), text)
-            text = _URL_CREDENTIALS.sub(
+                text = CONDA_TOKEN.sub(lambda m: m.group(1) + self._sub("secret", m.group(2), REDACTED), text)
+            text = URL_CREDENTIALS.sub(
                 lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
         if "-" in text:
             text = self._uuids(text)
@@ -456,9 +356,9 @@ class _Scrubber:
         return placeholder
 
     def _uuids(self, text: str) -> str:
-        text = _GPU_UUID.sub(lambda m: self._named("gpu_uuid", m.group(0)), text)
-        text = _GPU_PREFIX.sub(self._gpu_prefix, text)
-        return _BARE_UUID.sub(lambda m: self._named("uuid", m.group(0)), text)
+        text = GPU_UUID.sub(lambda m: self._named("gpu_uuid", m.group(0)), text)
+        text = GPU_PREFIX.sub(self._gpu_prefix, text)
+        return BARE_UUID.sub(lambda m: self._named("uuid", m.group(0)), text)
 
     def _serials(self, text: str) -> str:
         for serial, label in self.serials:
@@ -485,14 +385,14 @@ class _Scrubber:
 
     def _addresses(self, text: str) -> str:
         if text.count(":") >= 5 or text.count("-") >= 5:
-            text = _MAC.sub(lambda m: self._named("mac", m.group(0)), text)
+            text = MAC.sub(lambda m: self._named("mac", m.group(0)), text)
         if not self.ips:
             return text
         if "." in text:
-            text = _IPV4.sub(self._ip, text)
-            text = _IPV4_RANGE.sub(lambda m: f"{self._ip_text(m.group(1))}-{self._ip_text(m.group(2))}", text)
+            text = IPV4.sub(self._ip, text)
+            text = IPV4_RANGE.sub(lambda m: f"{self._ip_text(m.group(1))}-{self._ip_text(m.group(2))}", text)
         if text.count(":") >= 2:
-            text = _IPV6.sub(self._ip, text)
+            text = IPV6.sub(self._ip, text)
         return text
 
     def _ip(self, m: "re.Match[str]") -> str:
@@ -521,7 +421,7 @@ class _Scrubber:
                 self._hit("username", name)
             return m.group(1) + label
 
-        return _HOME.sub(user, text)
+        return HOME_DIR.sub(user, text)
 
 
 def _real(value: Optional[str]) -> Optional[str]:
