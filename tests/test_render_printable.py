@@ -138,8 +138,9 @@ def test_an_interpreter_writing_escape_sequences_to_stderr(tmp_path: Path, capsy
 
 @pytest.mark.parametrize("text", [f"CUDA error: no kernel image is available for execution on the device{OSC52}",
                                   f"{CLEAR}no signature here{OSC52}"])
-def test_explain_shows_a_pasted_log_escaped(text: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = cli(["explain", "--no-check", text], capsys)
+@pytest.mark.parametrize("json_output", [False, True])
+def test_explain_shows_a_pasted_log_escaped(text: str, json_output: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli(["explain", "--no-check", text + "\x9b2J", *(["--json"] if json_output else [])], capsys)
     assert code == 0, err
     assert not RAW.search(out + err), out
 

@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import click
 
-from cudadoctor.model.printable import printable
+from cudadoctor.model.printable import json_printable, printable
 from cudadoctor.errors import CudadoctorError, ExitCode
 
 
@@ -87,8 +87,7 @@ def show(table: str, as_json: bool) -> int:
     except DataError as exc:
         raise CudadoctorError(str(exc), exit_code=ExitCode.FINDINGS) from None
     if as_json:
-        json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_printable(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n")  # C1 escaped too
         return ExitCode.OK
     click.echo(doc.get("description", name))
     for record in doc["records"]:
