@@ -6,8 +6,16 @@ The library API (docs/api.md)::
 
     snapshot = cudadoctor.collect()                 # probe this machine
     findings = cudadoctor.diagnose(snapshot)        # what is wrong, with the fix
+    report = cudadoctor.make_report(snapshot, findings)
+    results = cudadoctor.smoke()                    # real workloads on the GPUs, in child processes
+    text = cudadoctor.report()                      # a redacted bug report (Markdown)
+    plans = cudadoctor.plan_install("torch")        # install commands that fit this machine
     print(cudadoctor.explain(exc))                  # what a CUDA error means here
     cudadoctor.install_excepthook()                 # ... for every uncaught one
+    cudadoctor.uninstall_excepthook()
+
+``cudadoctor.smoke`` is listed under PACKAGE CONTENTS, not FUNCTIONS: it is also the package of
+the smoke suites, made callable (``help(cudadoctor.api.smoke)`` shows the function).
 
 The names load on first use, so ``import cudadoctor`` stays as cheap as ``cudadoctor --version``
 needs (no click, no framework, no compatibility data).

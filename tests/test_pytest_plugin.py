@@ -262,6 +262,12 @@ def test_strict_stops_a_broken_machine_before_the_tests(pytester: pytest.Pyteste
         "  ✗ torch 2.5.1+cu124 needs a newer NVIDIA driver than 470.82.01  [driver-too-old-for-build]",
         "    fix  Upgrade the NVIDIA driver to *",
     ])
+    # the fix is never cut between the uninstall and its install (issue 16, item 18)
+    result.stdout.fnmatch_lines([
+        "         pip uninstall -y torch torchvision torchaudio*",
+        "         pip install torch==2.5.1 * --index-url https://download.pytorch.org/whl/cu118",
+        "  details: cudadoctor check*",
+    ])
 
 
 def test_strict_runs_the_tests_on_a_healthy_machine(pytester: pytest.Pytester) -> None:

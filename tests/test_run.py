@@ -347,6 +347,20 @@ def test_report_writes_a_redacted_json_report_with_the_error(tmp_path: Path) -> 
     assert "maya-laptop" not in text and "/home/maya" not in text
 
 
+def test_report_redacts_the_home_of_the_user_running_it_outside_home(tmp_path: Path) -> None:
+    """HOME=/scratch/... is in no probed variable: the report learns it from the process (issue 16, item 3)."""
+    target = tmp_path / "gpu-error.json"
+    home = "/scratch/zqxhome7"
+    error = f'File "{home}/proj/train.py", line 3\n{KERNEL_IMAGE}'
+    env = {**os.environ, "HOME": home, "USER": "zqxuser7", "LOGNAME": "zqxlog7"}
+    result = subprocess.run(RUN + ["-q", "--machine", LAPTOP, "--report", str(target), "--"] + failing_with(error),
+                            capture_output=True, timeout=TIMEOUT, env=env)
+    assert result.returncode == 1, result.stderr
+    text = target.read_text()
+    assert '<home>/proj/train.py' in text
+    assert "zqx" not in text
+
+
 def test_quiet_prints_nothing_but_still_writes_the_report(tmp_path: Path) -> None:
     target = tmp_path / "r.json"
     result = run(RUN + ["-q", "--machine", LAPTOP, "--report", str(target), "--"] + failing_with(KERNEL_IMAGE))

@@ -9,12 +9,13 @@ from typing import Any, List, Optional
 
 import click
 
+from cudadoctor.model.printable import json_printable, printable
 from cudadoctor.errors import CudadoctorError, ExitCode
 
 
 @click.group()
 def data() -> None:
-    """The compatibility data: info, validate, show, rollback."""
+    """The compatibility data: info, validate, show, update, rollback."""
 
 
 def _matrix(path: Optional[str] = None) -> Any:
@@ -86,8 +87,7 @@ def show(table: str, as_json: bool) -> int:
     except DataError as exc:
         raise CudadoctorError(str(exc), exit_code=ExitCode.FINDINGS) from None
     if as_json:
-        json.dump(doc, sys.stdout, indent=1, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(json_printable(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n")  # C1 escaped too
         return ExitCode.OK
     click.echo(doc.get("description", name))
     for record in doc["records"]:
@@ -99,6 +99,7 @@ def show(table: str, as_json: bool) -> int:
 
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+    text = printable(text)  # a bundle's records are outside text: shown with control characters escaped
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -16,6 +16,7 @@ from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.oncall.explanation import Checked, explain_message, judge
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.model import Snapshot
+from cudadoctor.model.printable import json_printable
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -59,8 +60,8 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
     checked = None if no_check else _check(message, facts_file, snapshot_file, machine, python, timeout, matrix)
     result = explain_message(message, checked, matrix)
     if as_json:
-        json.dump(result.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        # the message is pasted text: json escapes its C0 controls, json_printable the C1 and bidi ones
+        sys.stdout.write(json_printable(json.dumps(result.to_dict(), indent=2, ensure_ascii=False)) + "\n")
     else:
         use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
         sys.stdout.write(result.text(use_color, verbose))

@@ -17,9 +17,12 @@ def guarded(call: "Callable[[], int]", args: "List[str]") -> int:
     try:
         return call()
     except CudadoctorError as exc:
-        sys.stderr.write(f"cudadoctor: error: {exc.message}\n")
+        # the message may quote outside text (an interpreter's stderr, a file's content): escaped
+        from cudadoctor.model.printable import printable
+
+        sys.stderr.write(f"cudadoctor: error: {printable(exc.message)}\n")
         if exc.hint:
-            sys.stderr.write(f"  hint: {exc.hint}\n")
+            sys.stderr.write(f"  hint: {printable(exc.hint)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("cudadoctor: interrupted\n")

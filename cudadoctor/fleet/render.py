@@ -8,6 +8,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from cudadoctor.version import __version__
+from cudadoctor.model.printable import json_printable, printable_tree
 from cudadoctor.render.text import BOLD, DIM, RED, YELLOW, Style
 from cudadoctor.fleet.fingerprint import describe
 from cudadoctor.fleet.fingerprint import Change
@@ -111,6 +112,7 @@ def _gpu(gpu: Optional[int]) -> str:
 
 def render_text(s: FleetSummary, stream: TextIO, color: bool = False, verbose: bool = False) -> None:
     """The terminal view: one headline, then configurations, findings, hardware and problems."""
+    s = printable_tree(s)  # control characters from the nodes' reports escaped (strangers' reports)
     style = Style(color)
     out = [style(headline(s), BOLD)]
     if s.configurations:
@@ -159,6 +161,7 @@ def _md(text: str) -> str:
 
 def render_markdown(s: FleetSummary, stream: TextIO, verbose: bool = False) -> None:
     """For a ticket: the headline, a table of configurations and of findings, then lists."""
+    s = printable_tree(s)  # control characters from the nodes' reports escaped
     out = ["## Fleet summary", "", f"**{headline(s)[len('Fleet: '):]}**", ""]
     if s.configurations:
         out += ["### Configurations", "", "| Nodes | Configuration |", "|---|---|"]
@@ -231,5 +234,4 @@ def _configuration(c: Configuration, majority: bool) -> Dict[str, Any]:
 
 
 def render_json(s: FleetSummary, stream: TextIO, fail_on: str, exit_code: int) -> None:
-    json.dump(document(s, fail_on, exit_code), stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    stream.write(json_printable(json.dumps(document(s, fail_on, exit_code), indent=2, ensure_ascii=False)) + "\n")

@@ -286,7 +286,8 @@ def parse_conda_meta(text: str) -> Optional[Dict[str, str]]:
         if isinstance(value, str) and value:
             out[key] = value
     if "channel" in out:  # 'https://conda.anaconda.org/conda-forge/linux-64' -> 'conda-forge'
-        m = re.search(r"conda\.anaconda\.org/([^/]+)", out["channel"])
+        # a token path part ('/t/<token>/conda-forge/...') is no channel name, and a secret
+        m = re.search(r"conda\.anaconda\.org/(?:t/[^/]+/)?([^/]+)", out["channel"])
         if m:
             out["channel"] = m.group(1)
     return out

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Dict, List, Optional, Sequence, TextIO
 
+from cudadoctor.model.printable import json_printable, printable_tree
 from cudadoctor.reports.diff import SECTIONS, Comparison, Difference, Side, summary
 from cudadoctor.render.findings import MARK, verdict
 from cudadoctor.render.text import BOLD, DIM, GREEN, RED, Style
@@ -32,6 +33,7 @@ def side_verdict(side: Side) -> str:
 
 
 def render_diff_text(comparison: Comparison, stream: TextIO, color: bool = False) -> None:
+    comparison = printable_tree(comparison)  # control characters from the reports escaped (strangers' reports)
     style = Style(color)
     out = [style(summary(comparison), BOLD)]
     width = max(len(comparison.a.name), len(comparison.b.name))
@@ -108,6 +110,7 @@ def _path_change(d: Difference) -> Optional[List[str]]:
 
 
 def render_diff_markdown(comparison: Comparison, stream: TextIO) -> None:
+    comparison = printable_tree(comparison)  # control characters from the reports escaped
     out = [f"**{_escape(summary(comparison))}**", "", "| | Report | Verdict |", "|---|---|---|"]
     for label, side in (("A", comparison.a), ("B", comparison.b)):
         out.append(f"| {label} | {_code(side.name)} | {_escape(side_verdict(side))} |")
@@ -144,5 +147,4 @@ def _code(value: Optional[str]) -> str:
 def render_diff_json(comparison: Comparison, stream: TextIO) -> None:
     """A list of ``{section, key, a, b}`` (``null``: not present on that side)."""
     rows = [{"section": d.section, "key": d.key, "a": d.a, "b": d.b} for d in comparison.differences]
-    json.dump(rows, stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    stream.write(json_printable(json.dumps(rows, indent=2, ensure_ascii=False)) + "\n")

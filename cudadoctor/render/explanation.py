@@ -6,6 +6,9 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any, Dict, List
 
+from cudadoctor.model.printable import printable
+from cudadoctor.render.wrap import wrap
+
 if TYPE_CHECKING:
     from cudadoctor.oncall.explanation import Explanation
 
@@ -69,7 +72,7 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
     if not e.matches:
         first = next((line.strip() for line in e.message.splitlines() if line.strip()), "")
         out.append(style(f"No known error signature matches this text ({e.signatures_known} signatures known).", BOLD))
-        out.extend(_wrap("", f"It begins: {first[:200]}"))
+        out.extend(_wrap("", f"It begins: {printable(first[:200])}"))  # pasted text: escape sequences shown escaped
         out.extend(_wrap("", "Give the complete output, from the first error line on: the line naming the CUDA "
                              "error is often not the last one."))
         out.append("")
@@ -77,7 +80,7 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
         m, sig = x.match, x.match.signature
         count = f" {n} of {len(e.matches)}" if len(e.matches) > 1 else ""
         out.append(style(f"Known error{count}: {sig.id}", BOLD) + style(f"  (line {m.line_number})", DIM))
-        out.extend(_wrap("", " ".join(m.line.split())[:300]))
+        out.extend(_wrap("", printable(" ".join(m.line.split())[:300])))  # a pasted log may carry escape sequences
         out.extend(_wrap("what", sig.explanation))
         out.append("  possible causes, most likely first:")
         for i, cause in enumerate(x.causes, 1):
@@ -86,7 +89,7 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
                 words = style(VERDICT_WORDS[cause.verdict], verdict_color[cause.verdict], BOLD)
                 out.extend(_wrap("", f"{words}: {cause.reason}", indent=7))
         out.append("  verify:")
-        out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4))
+        out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4, commands=True))
         if verbose:
             out.extend(_wrap("seen", ", ".join(sig.seen_in)))
         out.append("")
@@ -99,8 +102,13 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
     return out
 
 
-def _wrap(label: str, text: str, indent: int = 2) -> List[str]:
+def _wrap(label: str, text: str, indent: int = 2, commands: bool = False) -> List[str]:
+    """``text`` wrapped under ``label``; with ``commands``, a quoted command (python -c '...') stays
+    on one line, to paste."""
     head = " " * indent + (f"{label:<5} " if label else "")
-    lines = textwrap.wrap(text, WRAP - len(head), break_long_words=False, break_on_hyphens=False) or [""]
+    if commands:
+        lines = wrap(text, WRAP - len(head)) or [""]
+    else:
+        lines = textwrap.wrap(text, WRAP - len(head), break_long_words=False, break_on_hyphens=False) or [""]
     return [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
 

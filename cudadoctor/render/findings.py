@@ -46,6 +46,8 @@ def lead(found: Sequence[Finding]) -> Finding:
 
 
 def fix_lines(f: Finding) -> List[str]:
+    """The fix's sentence, then every command. Show them all or none: the commands go together
+    (an uninstall without the install after it leaves the environment worse than before)."""
     if f.fix is None:
         return []
     lines = [f.fix.text] if f.fix.text else []

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import click
 
 from cudadoctor.version import __version__
+from cudadoctor.model.printable import printable
 from cudadoctor.planner.torch import Reason
 from cudadoctor.planner.install import InstallResult, PackageResult
 from cudadoctor.planner.managers import steps_dict
@@ -21,7 +22,7 @@ JSON_SCHEMA_VERSION = 1
 
 
 def _echo(line: str = "") -> None:
-    click.echo(line)
+    click.echo(printable(line))  # names and notes come from the data, which a bundle from a server can change
 
 
 def _reason(r: Reason) -> str:

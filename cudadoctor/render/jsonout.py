@@ -6,6 +6,7 @@ import json
 from typing import Any, Dict, TextIO
 
 from cudadoctor.model import Report
+from cudadoctor.model.printable import json_printable
 from cudadoctor.model.serialize import ENVELOPE_FORMAT, snapshot_to_dict, to_jsonable
 
 ENVELOPE_VERSION = 1
@@ -26,5 +27,5 @@ def envelope(report: Report) -> Dict[str, Any]:
 
 
 def render_json(report: Report, stream: TextIO) -> None:
-    json.dump(envelope(report), stream, indent=2, ensure_ascii=False)
-    stream.write("\n")
+    # json escapes C0 controls itself; DEL, C1 and bidi controls it leaves raw
+    stream.write(json_printable(json.dumps(envelope(report), indent=2, ensure_ascii=False)) + "\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import List, Optional, TextIO
 
 from cudadoctor.model import Finding, Report, Severity
+from cudadoctor.model.printable import printable_tree
 from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
 from cudadoctor.render.text import data_label, framework_line, sections
 
@@ -15,6 +16,7 @@ def render_markdown(report: Report, stream: TextIO) -> None:
 
 
 def markdown_lines(report: Report) -> List[str]:
+    report = printable_tree(report)  # control characters from the data escaped (it may be a stranger's report)
     snap = report.snapshot
     out = [f"### cudadoctor {report.tool_version} · data {data_label(report)}", ""]
     if report.redaction:

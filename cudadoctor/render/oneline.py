@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence, TextIO, Tuple
 
 from cudadoctor.model import FrameworkBuild, Gpu, Report, Snapshot
+from cudadoctor.model.printable import printable_tree
 from cudadoctor.render.findings import MARK, lead, problems, verdict
 
 LIMIT = 200  # fits a terminal line or two, a Slurm reason, a CI annotation
@@ -42,7 +43,7 @@ def one_line(report: Report, ascii: bool = False, limit: int = LIMIT) -> str:
 
 
 def render_line(report: Report, stream: TextIO) -> None:
-    stream.write(one_line(report) + "\n")
+    stream.write(one_line(printable_tree(report)) + "\n")  # control characters from the data escaped
 
 
 def driver_part(snap: Snapshot) -> str:

@@ -19,6 +19,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from cudadoctor.model import Report, Severity, Snapshot
 from cudadoctor.render.findings import MARK, problems, verdict
 from cudadoctor.model.reader import extract_json
+from cudadoctor.model.printable import json_printable, printable_tree
 from cudadoctor.model.serialize import to_jsonable
 
 __all__ = ["extract_json", "report_markdown"]
@@ -43,6 +44,7 @@ class Layout:
 
 
 def report_markdown(report: Report, layout: Layout = Layout()) -> str:
+    original, report = report, printable_tree(report)  # shown: control characters escaped (a stranger's report)
     out = ["### cudadoctor report", ""]
     if report.checked:
         severity, line = verdict(report.findings)
@@ -63,7 +65,7 @@ def report_markdown(report: Report, layout: Layout = Layout()) -> str:
     if layout.facts:
         out += _facts(report.snapshot, layout)
     if layout.json_block:
-        out += _json_block(report, layout)
+        out += _json_block(original, layout)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -160,7 +162,7 @@ def _json_block(report: Report, layout: Layout) -> List[str]:
     if not layout.json_defaults:
         doc["snapshot"] = without_defaults(report.snapshot)
         doc["findings"] = [without_defaults(f) for f in report.findings] if report.checked else None
-    text = json.dumps(doc, indent=layout.json_indent, ensure_ascii=False, separators=separators)
+    text = json_printable(json.dumps(doc, indent=layout.json_indent, ensure_ascii=False, separators=separators))
     summary = "JSON (replay it with <code>cudadoctor diagnose</code>, compare with <code>cudadoctor diff</code>)"
     return [f"<details><summary>{summary}</summary>", ""] + _fenced(text.split("\n"), "json") + ["", "</details>"]
 

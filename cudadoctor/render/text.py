@@ -7,7 +7,9 @@ from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
 from cudadoctor.model import DriverInfo, Finding, FrameworkBuild, Gpu, Report, Severity, Snapshot, Toolkit
 from cudadoctor.host.nvml import nvml_error_text
+from cudadoctor.model.printable import printable_tree
 from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
+from cudadoctor.render.wrap import wrap
 
 LABEL_WIDTH = 11
 DIM, BOLD, RED, YELLOW, GREEN = "2", "1", "31", "33", "32"
@@ -24,6 +26,7 @@ class Style:
 
 
 def render_text(report: Report, stream: TextIO, color: bool = False, verbose: bool = False) -> None:
+    report = printable_tree(report)  # control characters from the data escaped (it may be a stranger's report)
     style = Style(color)
     snap = report.snapshot
     out: List[str] = [header(report, style), ""]
@@ -88,7 +91,10 @@ def _finding_lines(f: Finding, style: Style) -> List[str]:
 def _wrapped(label: str, text: str) -> List[str]:
     if not text:
         return []
-    lines = textwrap.wrap(text, WRAP - 7, break_long_words=False, break_on_hyphens=False) or [""]
+    if label == "fix":  # a quoted command (python -c '...') stays on one line, to paste
+        lines = wrap(text, WRAP - 7) or [""]
+    else:
+        lines = textwrap.wrap(text, WRAP - 7, break_long_words=False, break_on_hyphens=False) or [""]
     return [f"  {label:<4} {lines[0]}"] + [f"       {line}" for line in lines[1:]]
 
 

@@ -83,7 +83,10 @@ def finish_report(report: Report, *, redact: bool = True, keep_hostname: bool = 
 
     if redact:
         from cudadoctor.reports.redact import redact as redact_report
+        from cudadoctor.reports.redact_rules import local_identity
 
-        report, _ = redact_report(report, patterns, keep_hostname=keep_hostname)
+        # whoever writes the report: its HOME and user names are private too, and the env probe
+        # does not keep HOME (a HOME outside /home would be left in the paths otherwise)
+        report, _ = redact_report(report, patterns, keep_hostname=keep_hostname, local=local_identity())
     shown = node if (not redact or keep_hostname or node is None) else pseudonym(node)
     return dataclasses.replace(report, node=shown)

@@ -6,18 +6,24 @@ added to the model later is covered without touching this module. It replaces:
 
 - the username and home directories: ``/home/maya``, ``/Users/maya``, ``C:\\Users\\maya`` (any
   user's), and the username wherever it stands as a word: ``<user>`` (another user's name:
-  ``<user-2>``, ...); a ``HOME`` elsewhere: ``<home>``;
+  ``<user-2>``, ...); a ``HOME`` elsewhere: ``<home>``. User names and homes are learned from the
+  snapshot (``host.username``, ``USER``, ``LOGNAME``, ``USERNAME``, ``SUDO_USER``, ``HOME``,
+  ``USERPROFILE``) and from the ``Identity`` of the process writing the report (its environment
+  and passwd entry, :mod:`cudadoctor.reports.redact_rules`: the env probe does not keep ``HOME``);
 - the hostname (``host.hostname``, and wherever it stands as a word): ``<hostname>``;
 - GPU UUIDs: ``GPU-a``, ``GPU-b``, ... in GPU index order (``MIG-a`` for MIG devices; a prefix
   of a UUID, as ``CUDA_VISIBLE_DEVICES`` allows, becomes the same pseudonym, or
   ``GPU-unmatched-1`` when it names no GPU); other UUIDs:
   ``<uuid-1>``; GPU serials: ``<serial-a>``;
-- IPv4 and IPv6 addresses (loopback excepted): ``<ip-1>``; MAC addresses: ``<mac-1>``;
-- values of dict entries whose key looks secret (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``,
-  ``PASSWD``, ``CREDENTIAL``, ``AUTH``, ``COOKIE``, ``SESSION``; any case), wherever those values
-  appear, ``NAME=value`` assignments of such names in text, ``Authorization:`` headers and
-  well-known token shapes: ``<redacted>``;
-- credentials in URLs: ``https://user:pass@host/`` becomes ``https://<redacted>@host/``;
+- IPv4 and IPv6 addresses (loopback excepted), also both ends of a range ``a.b.c.d-a.b.c.e``:
+  ``<ip-1>``; MAC addresses: ``<mac-1>``;
+- values of dict entries whose key looks secret (``is_secret_name``), wherever those values
+  appear (a value of 4 characters or more, not a common word such as ``true``: where it stands as
+  a word; 8 or more: inside any word too), ``NAME=value`` assignments of such names in text,
+  ``Authorization:`` headers and well-known token shapes: ``<redacted>``;
+- credentials in URLs: ``https://user:pass@host/`` becomes ``https://<redacted>@host/`` (the
+  userinfo runs to the last ``@`` before the host, so a password may hold ``@``); conda channel
+  tokens ``/t/<token>/``: ``/t/<redacted>/``;
 - every match of the caller's extra patterns (``--redact PATTERN``): ``<redacted>``.
 
 Pseudonyms are stable within one report: the same value always gets the same placeholder, so
@@ -38,6 +44,11 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
 
 from cudadoctor.model import Report, Snapshot
+from cudadoctor.reports.redact_rules import (
+    ASSIGNMENT, AUTH_HEADER, BARE_UUID, CONDA_TOKEN, GENERIC, GPU_PREFIX, GPU_UUID, HOME_DIR, HOME_VARIABLES,
+    IDENTIFIER_FIELDS, IPV4, IPV4_RANGE, IPV6, Identity, MAC, MIN_SECRET, MIN_SECRET_ANYWHERE, SYSTEM_HOMES,
+    TOKEN_SHAPES, TRIVIAL_SECRETS, URL_CREDENTIALS, USER_VARIABLES, VERSION_FIELDS, is_secret_name,
+)
 
 REDACTED = "<redacted>"
 USER = "<user>"
@@ -100,45 +111,6 @@ class Pseudonyms:
         return self._seen.get(kind, 0)
 
 
-# ------------------------------------------------------------------------------ what is secret
-
-_SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION"
-SECRET_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)  # a variable (or mapping key) whose value is secret
-_NAME = rf"[A-Za-z0-9_]*(?:{_SECRET_WORDS})[A-Za-z0-9_]*"
-# NAME=value, NAME: value, --name value, "name": "value" in any text (the value up to a space or quote)
-_ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9_])(--{_NAME}(?:=|\s+)|{_NAME}['\"]?\s*(?:=|:\s)\s*)"
-                         r"(?!<redacted>|(?:bearer|basic|token)\s)(['\"]?)([^\s'\";,]+)")
-_AUTH_HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*(?:bearer|basic|token)?\s*)(?!<redacted>)[^\s'\",;]+")
-_TOKEN_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
-    r"|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|A[KS]IA[0-9A-Z]{16})(?![A-Za-z0-9])")
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s@'\"<>]+@")
-
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_GPU_UUID = re.compile(rf"(?<![A-Za-z0-9])(?:GPU|MIG)-{_UUID}(?![A-Za-z0-9])")
-_GPU_PREFIX = re.compile(r"(?<![A-Za-z0-9])((?:GPU|MIG)-[0-9a-fA-F]{4}[0-9a-fA-F-]*)(?![A-Za-z0-9-])")
-_BARE_UUID = re.compile(rf"(?<![A-Za-z0-9-]){_UUID}(?![A-Za-z0-9-])")
-_MAC = re.compile(r"(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-])")
-_IPV4 = re.compile(r"(?<![\w.-])(?<![<>=!~]=)(?:\d{1,3}\.){3}\d{1,3}(?![\w-]|\.\w)")
-_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:%[\w.]+)?(?![\w:])")
-_HOME = re.compile(r"(/home/|/Users/|[A-Za-z]:[\\/]Users[\\/]|\\Users\\)([^/\\\s:;,'\"<>|*?]+)")
-# Names that say nothing about anyone, and words a free-text replacement would damage.
-GENERIC = frozenset({
-    "root", "user", "users", "admin", "administrator", "ubuntu", "debian", "fedora", "centos", "rocky", "alma",
-    "jovyan", "runner", "vagrant", "docker", "nvidia", "cuda", "conda", "python", "builder", "build", "ec2-user",
-    "localhost", "linux", "host", "node", "main", "master", "server", "desktop", "laptop", "workstation", "gpu",
-    "shared", "public", "default", "all users", "linuxbrew", "guest", "redacted", "hostname", "serial", "home",
-    "none", "null", "unknown", "test", "tests", "local", "container", "runneradmin", "codespace",
-})
-# Fields that hold our own vocabulary (codes, categories, statuses), never facts of the machine.
-IDENTIFIER_FIELDS = frozenset({
-    "code", "caused_by", "evidence", "source", "confidence", "severity", "category", "status", "suite",
-    "probe", "kind", "tier", "shell", "version_source", "schema_version", "redaction",
-})
-# Fields whose values are versions: never read as IP addresses (cuBLAS 12.4.5.8 is no address).
-VERSION_FIELDS = ("version", "cuda", "cudnn", "nccl", "glibc", "kernel")
-
-
 @dataclasses.dataclass(frozen=True)
 class RedactionSummary:
     """What was redacted: distinct values replaced, per kind (see :data:`KIND_WORDS`)."""
@@ -175,13 +147,14 @@ KIND_WORDS: Dict[str, Tuple[str, str]] = {
 }
 
 
-def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bool = False
-           ) -> Tuple[Report, RedactionSummary]:
+def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bool = False,
+           local: Identity = Identity()) -> Tuple[Report, RedactionSummary]:
     """The report with private values replaced by placeholders, and what was replaced.
 
     ``extra_patterns`` are regular expressions (``re`` syntax); ``re.error`` propagates for an
-    invalid one. The result's ``redaction`` field says that and how the report was redacted."""
-    scrubber = _Scrubber(report.snapshot, [re.compile(p) for p in extra_patterns], keep_hostname)
+    invalid one. ``local``: user names and homes of whoever writes the report, redacted too (see
+    :func:`local_identity`). The result's ``redaction`` field says that and how the report was redacted."""
+    scrubber = _Scrubber(report.snapshot, [re.compile(p) for p in extra_patterns], keep_hostname, local)
     redacted = _walk(dataclasses.replace(report, redaction=None), scrubber, None)
     summary = RedactionSummary(scrubber.counts(), tuple(extra_patterns))
     note = (f"Redacted by cudadoctor: {summary.describe()}; placeholders such as <user>, <hostname> and "
@@ -215,7 +188,7 @@ def _walk(value: Any, scrub: "_Scrubber", name: Optional[str]) -> Any:
         out = {}
         for k, v in value.items():
             key = scrub(k) if isinstance(k, str) else k
-            if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k) and v:
+            if isinstance(k, str) and isinstance(v, str) and is_secret_name(k) and v:
                 out[key] = scrub.secret(v)
             else:
                 out[key] = _walk(v, scrub, name)
@@ -240,7 +213,7 @@ def _strings(value: Any, name: Optional[str] = None) -> Iterable[Tuple[Optional[
         for k, v in value.items():
             if isinstance(k, str):
                 yield name, k
-            if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k):
+            if isinstance(k, str) and isinstance(v, str) and is_secret_name(k):
                 yield "$secret", v
             else:
                 yield from _strings(v, name)
@@ -249,19 +222,20 @@ def _strings(value: Any, name: Optional[str] = None) -> Iterable[Tuple[Optional[
 class _Scrubber:
     """The string transformation: learns the private values of a snapshot, then replaces them."""
 
-    def __init__(self, snap: Snapshot, patterns: Sequence[Pattern[str]], keep_hostname: bool) -> None:
+    def __init__(self, snap: Snapshot, patterns: Sequence[Pattern[str]], keep_hostname: bool, local: Identity) -> None:
         self.names = Pseudonyms()
         self.patterns = patterns
         self.hits: Dict[str, Set[str]] = {}
         self.secrets: List[str] = []
-        self.words: List[Tuple[Pattern[str], str, str]] = []  # (pattern, placeholder, kind)
+        self.short_secrets: List[Tuple[str, Pattern[str]]] = []
+        self.words: List[Tuple[Pattern[str], str, str]] = []  # (pattern, the name it spells, kind)
         self.ips: Set[str] = set()
-        self.homes: List[Tuple[str, str]] = []
+        self.homes: List[Tuple[Pattern[str], str]] = []
         self.hostname: Optional[str] = None
         self.username: Optional[str] = None
         self.serials: List[Tuple[str, str]] = []
         self.version_like: Set[str] = set()
-        self._learn(snap, keep_hostname)
+        self._learn(snap, keep_hostname, local)
 
     def counts(self) -> Dict[str, int]:
         return {kind: len(values) for kind, values in self.hits.items() if values}
@@ -269,35 +243,47 @@ class _Scrubber:
     def _hit(self, kind: str, value: str) -> None:
         self.hits.setdefault(kind, set()).add(value)
 
-    def _learn(self, snap: Snapshot, keep_hostname: bool) -> None:
+    def _learn(self, snap: Snapshot, keep_hostname: bool, local: Identity) -> None:
         for gpu in snap.gpus or ():  # GPU-a is GPU 0, whatever order the strings come in
-            if gpu.uuid and _GPU_UUID.fullmatch(gpu.uuid):
+            if gpu.uuid and GPU_UUID.fullmatch(gpu.uuid):
                 self.names.name("gpu_uuid", gpu.uuid)
             if gpu.serial and gpu.serial.strip():
                 self.names.name("gpu_serial", gpu.serial.strip())
-        self._learn_people(snap, keep_hostname)
+        self._learn_people(snap, keep_hostname, local)
         for name, text in _strings(snap):
             if name == "$secret" and text and text != REDACTED:
                 self.secrets.append(text)
             elif not (name and name.endswith(VERSION_FIELDS)):
                 self._learn_ips(text)
-        self.secrets = sorted({s for s in self.secrets if len(s) >= 6}, key=len, reverse=True)
+        # A secret's value is replaced wherever else it appears (XLA_FLAGS=--x=<value>): from
+        # MIN_SECRET characters on where it stands as a word, from MIN_SECRET_ANYWHERE on inside
+        # words too; shorter or trivial values ("1", "true") would damage every other string.
+        values = {s for s in self.secrets if len(s) >= MIN_SECRET and s.lower() not in TRIVIAL_SECRETS}
+        self.secrets = sorted((s for s in values if len(s) >= MIN_SECRET_ANYWHERE), key=len, reverse=True)
+        self.short_secrets = [(s, _word(s)) for s in sorted((s for s in values if len(s) < MIN_SECRET_ANYWHERE),
+                                                             key=len, reverse=True)]
         self.serials = self.names.known("gpu_serial")
         self.version_like = {text for name, text in _strings(snap) if name and name.endswith(VERSION_FIELDS)}
 
-    def _learn_people(self, snap: Snapshot, keep_hostname: bool) -> None:
-        """The username, the home directory and the hostname, and the words that spell them."""
+    def _learn_people(self, snap: Snapshot, keep_hostname: bool, local: Identity) -> None:
+        """The usernames, the home directories and the hostname, and the words that spell them."""
         host, env = snap.host, snap.env or {}
-        user = _real((host.username if host else None) or env.get("USER") or env.get("USERNAME"))
-        self.username = user
-        if user:
-            self.names.name("username", user)
+        users = [_real(u) for u in ((host.username if host else None), *(env.get(k) for k in USER_VARIABLES),
+                                    *local.users)]
+        known = [u for u in dict.fromkeys(u for u in users if u)]
+        self.username = known[0] if known else None
+        if self.username:
+            self.names.name("username", self.username)  # <user>; the others are numbered as they are met
+        for user in known:
             if len(user) >= 3 and user.lower() not in GENERIC:
-                windows = bool(host and host.os == "windows")  # case-insensitive names there
-                self.words.append((_word(user, re.IGNORECASE if windows else 0), USER, "username"))
-        home = env.get("HOME") or env.get("USERPROFILE")
-        if home and len(home.strip("/\\")) > 2 and not _HOME.search(home) and home.rstrip("/") not in ("/root", "/"):
-            self.homes.append((home.rstrip("/\\"), "<home>"))
+                # any case: MAYA in a path or a variable is still maya (and Windows ignores case)
+                self.words.append((_word(user, re.IGNORECASE), user, "username"))
+        for home in dict.fromkeys(h for h in (*(env.get(k) for k in HOME_VARIABLES), *local.homes) if h):
+            home = home.rstrip("/\\")
+            if len(home.strip("/\\")) > 2 and not HOME_DIR.search(home) and home not in SYSTEM_HOMES \
+                    and _real(home):
+                # the home as a whole path part: /u/ma is not the start of /u/max
+                self.homes.append((re.compile(re.escape(home) + r"(?![^/\\\s:;,'\"<>|])"), home))
         hostname = _real(host.hostname if host else None)
         if hostname and not keep_hostname:
             # the full name first, then its first label; both before the username ("maya-laptop"
@@ -309,11 +295,13 @@ class _Scrubber:
 
     def _learn_ips(self, text: str) -> None:
         if "." in text:
-            for m in _IPV4.finditer(text):
+            for m in IPV4.finditer(text):
                 if _is_address(m.group(0)):
                     self.ips.add(m.group(0))
+            for m in IPV4_RANGE.finditer(text):
+                self.ips.update(ip for ip in m.groups() if _is_address(ip))
         if text.count(":") >= 2:
-            for m in _IPV6.finditer(text):
+            for m in IPV6.finditer(text):
                 if _is_address(m.group(0).split("%")[0]):
                     self.ips.add(m.group(0))
 
@@ -337,19 +325,28 @@ class _Scrubber:
             if secret in text:
                 self._hit("secret", secret)
                 text = text.replace(secret, REDACTED)
-        text = _AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
-        text = _ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
-        text = _TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
-        text = _URL_CREDENTIALS.sub(
-            lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
+        for secret, word in self.short_secrets:
+            if secret in text:
+                text = word.sub(self._replacer("secret", REDACTED), text)
+        text = AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
+        text = ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
+        text = TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
+        if "://" in text:
+            if "/t/" in text:
+                text = CONDA_TOKEN.sub(lambda m: m.group(1) + self._sub("secret", m.group(2), REDACTED), text)
+            text = URL_CREDENTIALS.sub(
+                lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
         if "-" in text:
             text = self._uuids(text)
         text = self._serials(text)
         text = self._addresses(text)
         text = self._home(text)
-        for pattern, placeholder, kind in self.words:
-            text = pattern.sub(self._replacer(kind, placeholder), text)
+        for pattern, name, kind in self.words:
+            text = pattern.sub(self._replacer(kind, HOSTNAME) if kind == "hostname" else self._user(name), text)
         return text
+
+    def _user(self, name: str) -> Callable[["re.Match[str]"], str]:
+        return lambda m: self._sub("username", m.group(0), self.names.name("username", name))
 
     def _replacer(self, kind: str, placeholder: str) -> Callable[["re.Match[str]"], str]:
         return lambda m: self._sub(kind, m.group(0), placeholder)
@@ -359,9 +356,9 @@ class _Scrubber:
         return placeholder
 
     def _uuids(self, text: str) -> str:
-        text = _GPU_UUID.sub(lambda m: self._named("gpu_uuid", m.group(0)), text)
-        text = _GPU_PREFIX.sub(self._gpu_prefix, text)
-        return _BARE_UUID.sub(lambda m: self._named("uuid", m.group(0)), text)
+        text = GPU_UUID.sub(lambda m: self._named("gpu_uuid", m.group(0)), text)
+        text = GPU_PREFIX.sub(self._gpu_prefix, text)
+        return BARE_UUID.sub(lambda m: self._named("uuid", m.group(0)), text)
 
     def _serials(self, text: str) -> str:
         for serial, label in self.serials:
@@ -388,27 +385,29 @@ class _Scrubber:
 
     def _addresses(self, text: str) -> str:
         if text.count(":") >= 5 or text.count("-") >= 5:
-            text = _MAC.sub(lambda m: self._named("mac", m.group(0)), text)
+            text = MAC.sub(lambda m: self._named("mac", m.group(0)), text)
         if not self.ips:
             return text
         if "." in text:
-            text = _IPV4.sub(self._ip, text)
+            text = IPV4.sub(self._ip, text)
+            text = IPV4_RANGE.sub(lambda m: f"{self._ip_text(m.group(1))}-{self._ip_text(m.group(2))}", text)
         if text.count(":") >= 2:
-            text = _IPV6.sub(self._ip, text)
+            text = IPV6.sub(self._ip, text)
         return text
 
     def _ip(self, m: "re.Match[str]") -> str:
-        value = m.group(0)
+        return self._ip_text(m.group(0))
+
+    def _ip_text(self, value: str) -> str:
         if value not in self.ips or value in self.version_like:
             return value
         self._hit("ip", value)
         return self.names.name("ip", value)
 
     def _home(self, text: str) -> str:
-        for home, placeholder in self.homes:
+        for pattern, home in self.homes:
             if home in text:
-                self._hit("home", home)
-                text = text.replace(home, placeholder)
+                text = pattern.sub(self._replacer("home", "<home>"), text)
         if "Users" not in text and "/home/" not in text:
             return text
 
@@ -422,7 +421,7 @@ class _Scrubber:
                 self._hit("username", name)
             return m.group(1) + label
 
-        return _HOME.sub(user, text)
+        return HOME_DIR.sub(user, text)
 
 
 def _real(value: Optional[str]) -> Optional[str]:
