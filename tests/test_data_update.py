@@ -127,6 +127,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _build_bundle(os.path.join(root, "schema"), "2026.12.0", mutate=_break_gpus_schema)
     _build_bundle(os.path.join(root, "newtool"), "2026.12.0", min_tool="99.0.0")
     _build_bundle(os.path.join(root, "slow"), "2026.12.0")
+    _build_bundle(os.path.join(root, "hugeversion"), "2026.12.0")
+    _edit_bundle(os.path.join(root, "hugeversion"), lambda b: b.update(data_version="2026.12." + "9" * 5000))
     handler = type("Handler", (_Handler,), {"root": root, "hits": {}})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
@@ -296,3 +298,41 @@ def test_bad_file_names_are_refused() -> None:
         data_update.check_bundle_manifest({**base, "files": {"manifest.json": {"sha256": "0" * 64, "size": data_update.MAX_FILE_BYTES + 1}}})
     with pytest.raises(data_update.UpdateError, match="schema_version"):
         data_update.check_bundle_manifest({**base, "schema_version": 2, "files": {"manifest.json": good}})
+
+
+def _bundle_manifest(**change: Any) -> Dict[str, Any]:
+    good = {"sha256": "0" * 64, "size": 1}
+    base: Dict[str, Any] = {"format": "cudadoctor-data-bundle", "bundle_version": 1, "data_version": "2026.12.0",
+                            "schema_version": 1, "min_tool_version": "0.1.0", "files": {"manifest.json": good}}
+    base.update(change)
+    return base
+
+
+@pytest.mark.parametrize("field, value", [
+    ("data_version", "2026.12." + "9" * 5000),  # int() of over 4300 digits raises ValueError (issue 16, item 14)
+    ("data_version", "2026.12.0\n"),
+    ("data_version", "2026.12.0/../x"),
+    ("min_tool_version", "9" * 5000),
+    ("min_tool_version", "0." + "1" * 5000),
+    ("min_tool_version", "0.1.0\n"),
+])
+def test_bad_versions_are_refused_in_one_line(field: str, value: str) -> None:
+    with pytest.raises(data_update.UpdateError, match=f"bad {field}") as caught:
+        data_update.check_bundle_manifest(_bundle_manifest(**{field: value}))
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < 200
+
+
+@pytest.mark.parametrize("name", ["evil.json\n", "gpus.json\x1b]52;c;x\x07", "schemas/gpus.schema.json\n", "x" * 300 + ".json",
+                                  ".json", "schemas/.json", "..json"])
+def test_file_names_with_control_characters_or_no_stem_are_refused(name: str) -> None:
+    good = {"sha256": "0" * 64, "size": 1}
+    with pytest.raises(data_update.UpdateError, match="bad name") as caught:
+        data_update.check_bundle_manifest(_bundle_manifest(files={"manifest.json": good, name: good}))
+    message = str(caught.value)
+    assert "\n" not in message and "\x1b" not in message and "\x07" not in message and len(message) < 300
+
+
+def test_huge_data_version_from_a_server_is_a_clean_failure(server: str, store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _fails(capsys, store, "--url", f"{server}/hugeversion/bundle.json")
+    assert "bad data_version" in line and len(line) < 300

@@ -32,7 +32,13 @@ ENV_PAUSE = "CUDADOCTOR_INSTALL_PAUSE"  # tests: "<point>:<flag file>" pauses in
 STATE_FILE = "state.json"
 BUNDLES = "bundles"
 STAGING_PREFIX = ".staging-"
-_VERSION_RE = re.compile(r"^\d{4}\.\d{1,2}\.\d+$")
+# Data versions are calendar versions, YYYY.M.N. Every part is bounded: a version comes from a
+# server or a file on disk, and int() of a string over 4300 digits raises ValueError (issue 16).
+# ASCII digits only, and fullmatch, not "$", which also matches before a trailing newline
+# ("2026.12.0\n" would name a folder).
+_VERSION_RE = re.compile(r"[0-9]{4}\.[0-9]{1,2}\.[0-9]{1,6}")
+# Tool versions as they are published: 0.1.0, 1.2, 0.2.0.dev1, 1.0rc2.
+_TOOL_VERSION_RE = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6}){0,3}(?:\.?(?:dev|a|b|rc|post)[0-9]{0,6})?")
 
 # Set by the top-level ``--data DIR`` option; wins over everything else.
 
@@ -101,8 +107,19 @@ def new_staging_dir() -> str:
 # ------------------------------------------------------------------------------- versions
 
 
+def is_data_version(text: object) -> bool:
+    """Whether ``text`` is a data version (``YYYY.M.N``, each part of bounded length)."""
+    return isinstance(text, str) and _VERSION_RE.fullmatch(text) is not None
+
+
+def is_tool_version(text: object) -> bool:
+    """Whether ``text`` is a cudadoctor version (``0.1.0``, ``0.2.0.dev1``), each part bounded."""
+    return isinstance(text, str) and _TOOL_VERSION_RE.fullmatch(text) is not None
+
+
 def version_key(version: str) -> Tuple[int, ...]:
-    """``2026.11.0`` -> (2026, 11, 0); also tool versions (``0.1.0``, ``0.2.0.dev1`` -> (0, 2, 0, 1))."""
+    """``2026.11.0`` -> (2026, 11, 0); also tool versions (``0.1.0``, ``0.2.0.dev1`` -> (0, 2, 0, 1)).
+    Give it only versions checked by :func:`is_data_version` or :func:`is_tool_version`."""
     parts: List[int] = []
     for piece in version.split("."):
         digits = re.match(r"\d*", piece)
@@ -112,6 +129,12 @@ def version_key(version: str) -> Tuple[int, ...]:
 
 def tool_is_new_enough(min_tool_version: Optional[str]) -> bool:
     return min_tool_version is None or version_key(__version__) >= version_key(min_tool_version)
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` for a one-line message: repr (control characters escaped), cut to ``limit``."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------------------- state.json
@@ -178,7 +201,7 @@ def _load_problem(version: str, directory: str, marker: Any) -> Optional[str]:
     if not isinstance(marker, dict) or marker.get("validated") is not True:
         return "it was not validated when installed"
     min_tool = marker.get("min_tool_version")
-    if min_tool is not None and (not isinstance(min_tool, str) or not tool_is_new_enough(min_tool)):
+    if min_tool is not None and (not is_tool_version(min_tool) or not tool_is_new_enough(min_tool)):
         return f"it needs cudadoctor >= {min_tool} (this is {__version__})"
     files = marker.get("files")
     if not isinstance(files, dict) or not files:
@@ -203,7 +226,7 @@ def installed() -> Optional[InstalledBundle]:
     """The current installed bundle (with why it cannot be used, if so), or None."""
     state = _read_state()
     current = state.get("current")
-    if not isinstance(current, str) or not _VERSION_RE.match(current):
+    if not isinstance(current, str) or not is_data_version(current):
         return None
     previous = state.get("previous")
     directory = os.path.join(bundles_dir(), current)
@@ -237,8 +260,10 @@ def install_bundle(staged_dir: str, data_version: str, min_tool_version: Optiona
     import time
     import uuid
 
-    if not _VERSION_RE.match(data_version):
-        raise StoreError(f"{data_version!r} is not a data version (YYYY.MM.N)")
+    if not is_data_version(data_version):
+        raise StoreError(f"{shown(data_version)} is not a data version (YYYY.MM.N)")
+    if min_tool_version is not None and not is_tool_version(min_tool_version):
+        raise StoreError(f"{shown(min_tool_version)} is not a cudadoctor version")
     if not tool_is_new_enough(min_tool_version):
         raise StoreError(f"data {data_version} needs cudadoctor >= {min_tool_version} (this is {__version__})")
     staged_dir = os.path.abspath(staged_dir)
@@ -320,10 +345,10 @@ def rollback() -> str:
     Returns the data version now in use; raises :class:`StoreError` when there is nothing to undo."""
     state = _read_state()
     current, previous = state.get("current"), state.get("previous")
-    if (not isinstance(previous, str) or not _VERSION_RE.match(previous)) and isinstance(current, str):
+    if (not is_data_version(previous)) and isinstance(current, str):
         _write_state({"current": None, "previous": current, "bundles": _markers(state)})
         return "shipped"
-    if not isinstance(previous, str) or not _VERSION_RE.match(previous):
+    if not is_data_version(previous):
         raise StoreError("no previous data bundle to roll back to")
     directory = os.path.join(bundles_dir(), previous)
     problem = _load_problem(previous, directory, _markers(state).get(previous))

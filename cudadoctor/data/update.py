@@ -36,8 +36,10 @@ MAX_REDIRECTS = 5
 ATTEMPTS = 3
 BACKOFF_S = 0.5
 
-_FILE_RE = re.compile(r"^(?:[a-z0-9_]+\.json|schemas/[a-z0-9_]+\.schema\.json)$")
-_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+# A table or its schema, nothing else: no other folder, no "..", no control characters. fullmatch,
+# because "$" also matches before a trailing newline ("evil.json\n" passed, issue 16).
+_FILE_RE = re.compile(r"(?:[a-z0-9_]{1,64}\.json|schemas/[a-z0-9_]{1,64}\.schema\.json)")
+_SHA_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class UpdateError(Exception):
@@ -152,20 +154,22 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
     """The bundle manifest's files, or UpdateError naming what is wrong with it."""
     from cudadoctor.matrix.load import SCHEMA_VERSION
 
+    from cudadoctor.data.store import is_data_version, is_tool_version, shown
+
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise UpdateError(f"not a cudadoctor data bundle (format is not {BUNDLE_FORMAT!r})")
     if manifest.get("bundle_version") != BUNDLE_VERSION:
         raise UpdateError(f"bundle_version {manifest.get('bundle_version')!r} is not the {BUNDLE_VERSION} this cudadoctor reads")
     version = manifest.get("data_version")
-    if not isinstance(version, str) or not re.match(r"^\d{4}\.\d{1,2}\.\d+$", version):
-        raise UpdateError(f"bad data_version {version!r}")
+    if not is_data_version(version):
+        raise UpdateError(f"bad data_version {shown(version)} (expected YYYY.M.N)")
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise UpdateError(
             f"data {version} has schema_version {manifest.get('schema_version')!r}; this cudadoctor reads {SCHEMA_VERSION}: upgrade cudadoctor"
         )
     needed = manifest.get("min_tool_version")
-    if not isinstance(needed, str) or not version_tuple(needed):
-        raise UpdateError(f"bad min_tool_version {needed!r}")
+    if not is_tool_version(needed):
+        raise UpdateError(f"bad min_tool_version {shown(needed)} (expected a cudadoctor version such as 0.1.0)")
     if version_tuple(needed) > version_tuple(__version__):
         raise UpdateError(f"data {version} needs cudadoctor >= {needed} (this is {__version__}): upgrade cudadoctor")
     files = manifest.get("files")
@@ -173,9 +177,12 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
         raise UpdateError("bundle lists no files (or no manifest.json)")
     total = 0
     for name, entry in files.items():
-        if not isinstance(name, str) or not _FILE_RE.match(name):
-            raise UpdateError(f"bundle lists a file with a bad name: {name!r}")
-        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or not _SHA_RE.match(entry["sha256"]):
+        if not isinstance(name, str) or not _FILE_RE.fullmatch(name):
+            raise UpdateError(
+                f"bundle lists a file with a bad name: {shown(name)} (only <table>.json and schemas/<table>.schema.json,"
+                " with a-z, 0-9 and _)"
+            )
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or not _SHA_RE.fullmatch(entry["sha256"]):
             raise UpdateError(f"{name}: bad sha256 in the bundle manifest")
         size = entry.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_FILE_BYTES:
