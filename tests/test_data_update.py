@@ -9,7 +9,10 @@ import hashlib
 import http.server
 import json
 import os
+import queue
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Optional
@@ -336,3 +339,98 @@ def test_file_names_with_control_characters_or_no_stem_are_refused(name: str) ->
 def test_huge_data_version_from_a_server_is_a_clean_failure(server: str, store: str, capsys: pytest.CaptureFixture[str]) -> None:
     line = _fails(capsys, store, "--url", f"{server}/hugeversion/bundle.json")
     assert "bad data_version" in line and len(line) < 300
+
+
+# ---------------------------------------------------------------- two updates at once (issue 16, item 2)
+
+
+def _child_update(store: str, url: str, pause: Optional[str] = None) -> "subprocess.Popen[str]":
+    """``cudadoctor data update --url URL`` in a child process on the same store."""
+    env = dict(os.environ, CUDADOCTOR_DATA_HOME=store)
+    env.pop("CUDADOCTOR_INSTALL_PAUSE", None)
+    if pause:
+        env["CUDADOCTOR_INSTALL_PAUSE"] = pause
+    return subprocess.Popen([sys.executable, "-m", "cudadoctor", "data", "update", "--url", url],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _first_line(stream: Any, wait_s: float) -> str:
+    """The first line of a child's stream, or "" when none came within ``wait_s`` seconds."""
+    lines: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=wait_s)
+    except queue.Empty:
+        return ""
+
+
+def _wait_for(path: str, child: "subprocess.Popen[str]", wait_s: float = 60) -> None:
+    deadline = time.monotonic() + wait_s
+    while not os.path.exists(path) and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(path), f"the child never reached its pause point: {child.communicate()}"
+
+
+@pytest.mark.parametrize("first, second", [("2026.12.0", "2027.1.0"), ("2027.1.0", "2026.12.0")])
+def test_two_updates_at_once_end_with_the_newest_data(server: str, store: str, tmp_path: Any,
+                                                      first: str, second: str) -> None:
+    """The first update is held inside the store (after placing its folder, before switching
+    state.json); the second must wait for it, and the newer data must end up current whatever
+    the order. Before the lock the second ran through, and an older first one then became current."""
+    from cudadoctor.data import store as data_store
+
+    flag = str(tmp_path / "first-paused")
+    one = _child_update(store, f"{server}/v{first}/bundle.json", pause=f"placed:{flag}")
+    two: "Optional[subprocess.Popen[str]]" = None
+    try:
+        _wait_for(flag, one)
+        two = _child_update(store, f"{server}/v{second}/bundle.json")
+        waiting = _first_line(two.stderr, 60)
+        assert "waiting for another cudadoctor data update or rollback to finish" in waiting
+        assert two.poll() is None, "the second update finished while the first held the store"
+        os.remove(flag)  # let the first one go on
+        out_one, err_one = one.communicate(timeout=120)
+        out_two, err_two = two.communicate(timeout=120)
+    finally:
+        for child in (one, two):
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.communicate()
+    assert one.returncode == 0, err_one
+    assert f"installed data {first}" in out_one
+    newest = max(first, second, key=data_update.version_tuple)
+    if second == newest:
+        assert two.returncode == 0, err_two
+        assert f"installed data {second} (was {first})" in out_two
+        assert (_current(store), data_store.installed().previous) == (second, first)  # type: ignore[union-attr]
+    else:  # refused in one line, as an older bundle is when run alone
+        assert two.returncode == 1
+        assert err_two.count("\n") == 1 and f"older than the data in use ({first}, installed meanwhile" in err_two
+        assert _current(store) == first
+    choice = data_store.choose_data_dir()
+    assert (choice.origin, choice.data_version, choice.warning) == ("installed", newest, None)
+    assert sorted(n for n in os.listdir(os.path.join(store, "bundles")) if not n.startswith(".")) == sorted({first, second} if second == newest else {first})
+    assert not [n for n in os.listdir(os.path.join(store, "bundles")) if n.startswith(".staging-")]
+
+
+def test_rollback_waits_for_an_update_then_gives_up_in_one_line(server: str, store: str, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from cudadoctor.data import store as data_store
+
+    assert _update(capsys, "--url", f"{server}/v2026.12.0/bundle.json")[0] == 0
+    before = _snapshot(store)
+    monkeypatch.setattr(data_store, "LOCK_WAIT_S", 0.5)
+    with data_store.store_lock():  # as an update in another process would hold it
+        started = time.monotonic()
+        code = run(["data", "rollback"])
+        elapsed = time.monotonic() - started
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "cudadoctor: waiting for another cudadoctor data update or rollback to finish (up to 0.5 s)",
+        f"cudadoctor: error: another cudadoctor data update or rollback still holds {os.path.join(store, 'lock')} after 0.5 s; try again when it has finished",
+        "  hint: cudadoctor data info",
+    ]
+    assert elapsed < 30
+    assert _snapshot(store) == before
+    assert run(["data", "rollback"]) == 0  # the lock is free again

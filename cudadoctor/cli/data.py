@@ -112,7 +112,7 @@ def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     from cudadoctor.data.update import update as run_update
 
     try:
-        result = run_update(url, allow_downgrade=allow_downgrade, timeout=timeout)
+        result = run_update(url, allow_downgrade=allow_downgrade, timeout=timeout, on_wait=_say_waiting)
     except UpdateError as exc:
         raise CudadoctorError(f"data update failed: {exc}; nothing was changed", exit_code=ExitCode.FINDINGS) from None
     except OSError as exc:
@@ -124,6 +124,11 @@ def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     return ExitCode.OK
 
 
+def _say_waiting(line: str) -> None:
+    """One line on stderr while an update or rollback waits for another one's lock."""
+    click.echo(f"cudadoctor: {line}", err=True)
+
+
 @data.command()
 def rollback() -> int:
     """Go back to the previously installed data bundle."""
@@ -131,7 +136,7 @@ def rollback() -> int:
     from cudadoctor.data.store import rollback as store_rollback
 
     try:
-        version = store_rollback()
+        version = store_rollback(on_wait=_say_waiting)
     except StoreError as exc:
         raise CudadoctorError(str(exc), hint="cudadoctor data info") from None
     click.echo("the shipped data is in use again" if version == "shipped" else f"data {version} is current again")

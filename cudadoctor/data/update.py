@@ -19,7 +19,7 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urljoin, urlparse
 
 from cudadoctor.version import __version__
@@ -161,14 +161,14 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
     if manifest.get("bundle_version") != BUNDLE_VERSION:
         raise UpdateError(f"bundle_version {manifest.get('bundle_version')!r} is not the {BUNDLE_VERSION} this cudadoctor reads")
     version = manifest.get("data_version")
-    if not is_data_version(version):
+    if not isinstance(version, str) or not is_data_version(version):
         raise UpdateError(f"bad data_version {shown(version)} (expected YYYY.M.N)")
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise UpdateError(
             f"data {version} has schema_version {manifest.get('schema_version')!r}; this cudadoctor reads {SCHEMA_VERSION}: upgrade cudadoctor"
         )
     needed = manifest.get("min_tool_version")
-    if not is_tool_version(needed):
+    if not isinstance(needed, str) or not is_tool_version(needed):
         raise UpdateError(f"bad min_tool_version {shown(needed)} (expected a cudadoctor version such as 0.1.0)")
     if version_tuple(needed) > version_tuple(__version__):
         raise UpdateError(f"data {version} needs cudadoctor >= {needed} (this is {__version__}): upgrade cudadoctor")
@@ -193,16 +193,20 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
     return files
 
 
-def _current_version() -> Optional[str]:
-    """The newest data version at hand: the installed bundle's (when usable) or the shipped one."""
+def _current_version(installed_version: Optional[str] = None, look: bool = True) -> Optional[str]:
+    """The newest data version at hand: the installed bundle's (when usable; ``installed_version``
+    instead when ``look`` is False) or the shipped one."""
     from cudadoctor.data.store import installed
     from cudadoctor.data.location import shipped_data_dir
     from cudadoctor.matrix.load import DataError, read_manifest
 
     versions = []
-    bundle = installed()
-    if bundle is not None and bundle.problem is None:
-        versions.append(bundle.data_version)
+    if look:
+        bundle = installed()
+        if bundle is not None and bundle.problem is None:
+            versions.append(bundle.data_version)
+    elif installed_version is not None:
+        versions.append(installed_version)
     shipped = shipped_data_dir()
     if shipped:
         try:
@@ -212,8 +216,14 @@ def _current_version() -> Optional[str]:
     return max(versions, key=version_tuple) if versions else None
 
 
-def update(url: Optional[str] = None, allow_downgrade: bool = False, timeout: float = 30.0) -> UpdateResult:
-    """Fetch, verify and install the bundle at ``url`` (or the configured one)."""
+def update(
+    url: Optional[str] = None,
+    allow_downgrade: bool = False,
+    timeout: float = 30.0,
+    on_wait: Optional[Callable[[str], None]] = None,
+) -> UpdateResult:
+    """Fetch, verify and install the bundle at ``url`` (or the configured one). ``on_wait`` gets
+    one line when the install waits for another update or rollback to finish."""
     import requests
 
     from cudadoctor.data import store as data_store
@@ -252,9 +262,17 @@ def update(url: Optional[str] = None, allow_downgrade: bool = False, timeout: fl
                 with open(os.path.join(staged, *name.split("/")), "wb") as fh:
                     fh.write(body)
             try:  # validates the staged data in full (schemas + invariants) before switching to it
-                data_store.install_bundle(staged, version, min_tool_version=manifest["min_tool_version"])
+                done = data_store.install_bundle(staged, version, min_tool_version=manifest["min_tool_version"],
+                                                 allow_downgrade=allow_downgrade, on_wait=on_wait)
+            except data_store.NewerDataInstalled as exc:  # another update installed it after the check above
+                raise UpdateError(
+                    f"bundle data {version} is older than the data in use ({exc.current}, installed meanwhile by"
+                    " another update); --allow-downgrade to install it"
+                ) from None
             except data_store.StoreError as exc:
                 raise UpdateError(str(exc)) from None
+            # what was in use when it switched, which another update may have changed since the check above
+            previous = _current_version(done.previous, look=False)
             ok = True
         finally:
             if os.path.isdir(staged):
