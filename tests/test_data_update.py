@@ -75,6 +75,7 @@ def _break_gpus_schema(folder: str) -> None:
 class _Handler(http.server.BaseHTTPRequestHandler):
     root = ""
     hits: Dict[str, int] = {}
+    stop = threading.Event()
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -96,6 +97,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if parts[0] == "slow":
             time.sleep(2)
+        if parts[0] in ("trickle", "stall", "trickleheaders"):
+            self._hostile(parts[0], path)
+            return
         file = os.path.join(self.root, *path.strip("/").split("/"))
         if not os.path.isfile(file):
             self.send_response(404)
@@ -118,6 +122,35 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             pass
 
 
+    def _hostile(self, kind: str, path: str) -> None:
+        """trickle: one byte every 0.2 s of a 100 kB body; stall: headers and 10 bytes, then nothing;
+        trickleheaders: the status line and headers one byte every 0.2 s. Each ends when the
+        client goes away or the test module's server stops (``stop``)."""
+        body = b"{" + b" " * 100_000 + b"}"
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n" + "X-Pad: x\r\n" * 20 + "\r\n"
+        try:
+            if kind == "trickleheaders":
+                for byte in head.encode():
+                    if self.stop.wait(0.2):
+                        return
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                return
+            self.wfile.write(head.encode())
+            self.wfile.write(body[:10])
+            self.wfile.flush()
+            for byte in body[10:]:
+                if self.stop.wait(0.2):
+                    return
+                if kind == "trickle":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+        except OSError:  # the client gave up
+            pass
+        finally:
+            self.close_connection = True
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = str(tmp_path_factory.mktemp("served"))
@@ -132,7 +165,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _build_bundle(os.path.join(root, "slow"), "2026.12.0")
     _build_bundle(os.path.join(root, "hugeversion"), "2026.12.0")
     _edit_bundle(os.path.join(root, "hugeversion"), lambda b: b.update(data_version="2026.12." + "9" * 5000))
-    handler = type("Handler", (_Handler,), {"root": root, "hits": {}})
+    stop = threading.Event()
+    handler = type("Handler", (_Handler,), {"root": root, "hits": {}, "stop": stop})
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -140,6 +174,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:
+        stop.set()
         httpd.shutdown()
         httpd.server_close()
         thread.join(5)
@@ -434,3 +469,24 @@ def test_rollback_waits_for_an_update_then_gives_up_in_one_line(server: str, sto
     assert elapsed < 30
     assert _snapshot(store) == before
     assert run(["data", "rollback"]) == 0  # the lock is free again
+
+
+# ---------------------------------------------------------------- slow and stalled servers (issue 16, item 13)
+
+
+@pytest.mark.parametrize("kind, says", [
+    ("trickle", "the download took longer than 2 s"),
+    ("stall", "the server stopped sending after 10 bytes"),
+    ("trickleheaders", "the server sent no complete response within 2 s"),
+])
+def test_timeout_bounds_the_whole_download(server: str, store: str, capsys: pytest.CaptureFixture[str],
+                                           kind: str, says: str) -> None:
+    """--timeout is a deadline over the whole download: a server sending one byte at a time never
+    trips a per-read timeout (it ran past 130 s with --timeout 5), and one that stalls after its
+    headers is not retried nor called offline (92 s, "offline or unreachable")."""
+    started = time.monotonic()
+    line = _fails(capsys, store, "--url", f"{server}/{kind}/bundle.json", "--timeout", "2")
+    elapsed = time.monotonic() - started
+    assert says in line, line
+    assert "timed out" in line and "attempts" not in line and "offline" not in line
+    assert elapsed < 2 + 8, f"took {elapsed:.1f} s with --timeout 2"

@@ -105,7 +105,7 @@ def _short(value: Any) -> str:
 @data.command()
 @click.option("--url", default=None, help="Bundle manifest URL (else CUDADOCTOR_DATA_URL, else data_url in the config file).")
 @click.option("--allow-downgrade", is_flag=True, help="Install the bundle even if its data is older than the data in use.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Connect/read timeout in seconds.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Time limit in seconds for the whole download.")
 def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     """Download, verify and install newer compatibility data."""
     from cudadoctor.data.update import UpdateError

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -94,32 +95,12 @@ def resolve_url(option: Optional[str] = None) -> str:
     raise UpdateError(f"no data URL: give --url, set CUDADOCTOR_DATA_URL, or set data_url in {path}")
 
 
-def _fetch(session: Any, url: str, cap: int, timeout: float) -> bytes:
-    """GET url: retried with backoff on connection errors and 5xx; at most ``cap`` bytes."""
-    import requests
-
-    last = ""
-    for attempt in range(ATTEMPTS):
-        if attempt:
-            time.sleep(BACKOFF_S * 2 ** (attempt - 1))
-        try:
-            return _get_once(session, url, cap, timeout)
-        except _Retryable as exc:
-            last = str(exc)
-        except requests.exceptions.TooManyRedirects:
-            raise UpdateError(f"{url}: too many redirects") from None
-        except requests.exceptions.Timeout:
-            raise UpdateError(f"{url}: timed out after {timeout:g} s") from None
-        except requests.exceptions.ConnectionError as exc:
-            reason = "connection refused" if "refused" in str(exc).lower() else "offline or unreachable"
-            last = f"{url}: cannot connect to {urlparse(url).netloc} ({reason})"
-        except requests.exceptions.RequestException as exc:
-            raise UpdateError(f"{url}: {_reason(exc)}") from None
-    raise UpdateError(f"{last} (after {ATTEMPTS} attempts)")
-
-
 class _Retryable(Exception):
     pass
+
+
+class _Cancelled(Exception):
+    """The main thread gave up on this download (its deadline passed)."""
 
 
 def _reason(exc: Exception) -> str:
@@ -128,26 +109,149 @@ def _reason(exc: Exception) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _get_once(session: Any, url: str, cap: int, timeout: float) -> bytes:
-    deadline = time.monotonic() + max(timeout * 4, timeout + 5)  # a server that trickles bytes
-    with session.get(url, timeout=(timeout, timeout), stream=True) as response:
-        if response.status_code >= 500:
-            raise _Retryable(f"{url}: HTTP {response.status_code}")
-        if response.status_code != 200:
-            raise UpdateError(f"{url}: HTTP {response.status_code}")
-        length = response.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > cap:
-            raise UpdateError(f"{url}: {length} bytes is over the {cap} byte limit")
-        chunks = []
-        size = 0
-        for chunk in response.iter_content(64 * 1024):
-            size += len(chunk)
-            if size > cap:
-                raise UpdateError(f"{url}: over the {cap} byte limit")
-            if time.monotonic() > deadline:
-                raise UpdateError(f"{url}: timed out (download too slow)")
-            chunks.append(chunk)
-        return b"".join(chunks)
+_LENGTH_RE = re.compile(r"[0-9]{1,18}")  # more digits than that is over any cap (and int() of 5000 digits raises)
+
+
+class _Download:
+    """Every request of one update under one deadline, ``timeout`` seconds from the start.
+
+    requests' timeouts bound each socket read, not a download: a server sending one byte a second
+    never trips them (an update ran past 130 s with ``--timeout 5``), nor does one trickling its
+    headers, nor a slow name lookup. So each request runs in a worker thread that the caller waits
+    for until the deadline, then abandons (it stops at its next read). The worker records how far
+    it got, so the message can say what happened."""
+
+    def __init__(self, session: Any, timeout: float) -> None:
+        self.session = session
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.cancelled = threading.Event()
+        # progress of the request under way (written by the worker, read after the deadline)
+        self.responded = False
+        self.received = 0
+        self.expected: Optional[int] = None
+        self.last_progress = time.monotonic()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def fetch(self, url: str, cap: int) -> bytes:
+        """GET ``url`` (at most ``cap`` bytes) before the deadline, or :class:`UpdateError`."""
+        outcome: Dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["body"] = self._fetch(url, cap)
+            except BaseException as exc:  # handed to the caller's thread
+                outcome["error"] = exc
+
+        self.responded, self.received, self.expected = False, 0, None
+        self.last_progress = time.monotonic()
+        worker = threading.Thread(target=work, name="cudadoctor-download", daemon=True)
+        worker.start()
+        worker.join(max(0.0, self.remaining()))
+        if worker.is_alive():
+            self.cancelled.set()
+            raise UpdateError(self._late(url))
+        if "error" in outcome:
+            raise outcome["error"]
+        body: bytes = outcome["body"]
+        return body
+
+    def _late(self, url: str) -> str:
+        """What happened to a request still under way at the deadline."""
+        if not self.responded:
+            return f"{url}: timed out: the server sent no complete response within {self.timeout:g} s"
+        idle = time.monotonic() - self.last_progress
+        if idle >= min(self.timeout / 2, 5.0):  # nothing for a while: stalled, not slow
+            return self._stalled(url)
+        of = f" of {self.expected}" if self.expected is not None else ""
+        return (f"{url}: timed out: the download took longer than {self.timeout:g} s"
+                f" (the server is sending slowly: {self.received}{of} bytes so far)")
+
+    def _stalled(self, url: str) -> str:
+        return (f"{url}: timed out: the server stopped sending after {self.received} bytes"
+                f" (nothing for {time.monotonic() - self.last_progress:.0f} s)")
+
+    def _fetch(self, url: str, cap: int) -> bytes:
+        """GET url: retried with backoff on connection errors and 5xx while time is left; never
+        after a timeout (a server that stalled once will stall again)."""
+        import requests
+
+        last = ""
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                pause = BACKOFF_S * 2 ** (attempt - 1)
+                if pause >= self.remaining():
+                    raise UpdateError(f"{last} (after {attempt} attempt{'s' if attempt > 1 else ''}, out of time)")
+                time.sleep(pause)
+            try:
+                return self._get_once(url, cap)
+            except _Retryable as exc:
+                last = str(exc)
+            except requests.exceptions.TooManyRedirects:
+                raise UpdateError(f"{url}: too many redirects") from None
+            except requests.exceptions.ConnectTimeout:
+                raise UpdateError(f"{url}: timed out: cannot connect to {urlparse(url).netloc} within {self.timeout:g} s") from None
+            except requests.exceptions.Timeout:  # waiting for the status line and headers
+                raise UpdateError(f"{url}: timed out: the server sent no complete response within {self.timeout:g} s") from None
+            except requests.exceptions.ConnectionError as exc:
+                if "aborted" in str(exc).lower():  # connected, then the answer broke off or was malformed
+                    last = f"{url}: the connection broke ({_reason(exc)})"
+                else:
+                    reason = "connection refused" if "refused" in str(exc).lower() else "offline or unreachable"
+                    last = f"{url}: cannot connect to {urlparse(url).netloc} ({reason})"
+            except requests.exceptions.RequestException as exc:
+                raise UpdateError(f"{url}: {_reason(exc)}") from None
+        raise UpdateError(f"{last} (after {ATTEMPTS} attempts)")
+
+    def _get_once(self, url: str, cap: int) -> bytes:
+        import socket
+
+        import urllib3.exceptions
+
+        left = max(0.05, self.remaining())
+        wait = min(self.timeout, left)  # no single wait past the deadline
+        with self.session.get(url, timeout=(wait, wait), stream=True) as response:
+            self.responded = True
+            self.last_progress = time.monotonic()
+            if response.status_code >= 500:
+                raise _Retryable(f"{url}: HTTP {response.status_code}")
+            if response.status_code != 200:
+                raise UpdateError(f"{url}: HTTP {response.status_code}")
+            length = response.headers.get("Content-Length")
+            if length is not None and _LENGTH_RE.fullmatch(length.strip()):
+                self.expected = int(length.strip())
+                if self.expected > cap:
+                    raise UpdateError(f"{url}: {self.expected} bytes is over the {cap} byte limit")
+            elif length is not None and length.strip().isdigit():
+                raise UpdateError(f"{url}: the declared size is over the {cap} byte limit")
+            raw = response.raw
+            # read1 (urllib3 2) returns what one read brought, so progress is counted as it
+            # comes; read() (urllib3 1) waits for the whole block.
+            read = getattr(raw, "read1", None) or raw.read
+            chunks = []
+            size = 0
+            while True:
+                if self.cancelled.is_set():
+                    raise _Cancelled()
+                try:
+                    chunk = read(64 * 1024, decode_content=True)
+                except (urllib3.exceptions.ReadTimeoutError, socket.timeout):
+                    raise UpdateError(self._stalled(url)) from None
+                except urllib3.exceptions.ProtocolError as exc:
+                    raise UpdateError(f"{url}: the connection broke after {size} bytes ({_reason(exc)})") from None
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    raise UpdateError(f"{url}: {_reason(exc)}") from None
+                if not chunk:
+                    break
+                size += len(chunk)
+                self.received = size
+                self.last_progress = time.monotonic()
+                if size > cap:
+                    raise UpdateError(f"{url}: over the {cap} byte limit")
+                chunks.append(chunk)
+            return b"".join(chunks)
 
 
 def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
@@ -233,7 +337,8 @@ def update(
     with requests.Session() as session:
         session.max_redirects = MAX_REDIRECTS
         session.headers["User-Agent"] = f"cudadoctor/{__version__}"
-        raw = _fetch(session, url, MAX_MANIFEST_BYTES, timeout)
+        download = _Download(session, timeout)  # --timeout bounds everything fetched from here on
+        raw = download.fetch(url, MAX_MANIFEST_BYTES)
         try:
             manifest = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -254,7 +359,7 @@ def update(
         try:
             os.makedirs(os.path.join(staged, "schemas"))
             for name, entry in sorted(files.items()):
-                body = _fetch(session, urljoin(url, name), entry["size"], timeout)
+                body = download.fetch(urljoin(url, name), entry["size"])
                 if len(body) != entry["size"]:
                     raise UpdateError(f"{name}: {len(body)} bytes, the bundle says {entry['size']} (truncated?)")
                 if hashlib.sha256(body).hexdigest() != entry["sha256"]:
