@@ -490,3 +490,13 @@ def test_timeout_bounds_the_whole_download(server: str, store: str, capsys: pyte
     assert says in line, line
     assert "timed out" in line and "attempts" not in line and "offline" not in line
     assert elapsed < 2 + 8, f"took {elapsed:.1f} s with --timeout 2"
+
+
+def test_control_characters_in_the_url_are_escaped_in_the_error_line(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    line = _fails(capsys, store, "--url", f"http://127.0.0.1:{port}/x\x1b]52;c;eA==\x07.json", "--timeout", "1")
+    assert "\x1b" not in line and "\x07" not in line and "\\x1b]52;c;eA==\\x07" in line

@@ -53,8 +53,19 @@ _TOOL_VERSION_RE = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6}){0,3}(?:\.?(?:dev|a|b|
 # Set by the top-level ``--data DIR`` option; wins over everything else.
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or otherwise unprintable character escaped (``\\x1b``): messages
+    carry URLs, paths and server answers, and a terminal must not act on escape sequences in them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class StoreError(Exception):
-    """The store cannot do what was asked; the message says why in one line."""
+    """The store cannot do what was asked; the message says why in one line (escaped)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class NewerDataInstalled(StoreError):

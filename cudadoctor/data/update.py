@@ -44,7 +44,12 @@ _SHA_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class UpdateError(Exception):
-    """A failed update, as one line; nothing was changed."""
+    """A failed update, as one line (control characters escaped); nothing was changed."""
+
+    def __init__(self, message: str) -> None:
+        from cudadoctor.data.store import printable
+
+        super().__init__(printable(message))
 
 
 @dataclass(frozen=True)
