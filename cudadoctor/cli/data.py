@@ -120,7 +120,9 @@ def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     if not result.installed:
         click.echo(f"data {result.data_version} is already in use; nothing to do")
     else:
-        click.echo(f"installed data {result.data_version} (was {result.previous or 'none'}) from {result.url}")
+        from cudadoctor.data.store import printable
+
+        click.echo(f"installed data {result.data_version} (was {result.previous or 'none'}) from {printable(result.url)}")
     return ExitCode.OK
 
 
