@@ -500,3 +500,10 @@ def test_control_characters_in_the_url_are_escaped_in_the_error_line(store: str,
         port = sock.getsockname()[1]
     line = _fails(capsys, store, "--url", f"http://127.0.0.1:{port}/x\x1b]52;c;eA==\x07.json", "--timeout", "1")
     assert "\x1b" not in line and "\x07" not in line and "\\x1b]52;c;eA==\\x07" in line
+
+
+def test_control_characters_in_the_url_are_escaped_in_the_success_line(server: str, store: str,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _update(capsys, "--url", f"{server}/v2026.12.0/bundle.json?x=\x1b[2J")
+    assert code == 0, err
+    assert "\x1b" not in out and "?x=\\x1b[2J" in out
