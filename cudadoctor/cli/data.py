@@ -106,14 +106,14 @@ def _short(value: Any) -> str:
 @data.command()
 @click.option("--url", default=None, help="Bundle manifest URL (else CUDADOCTOR_DATA_URL, else data_url in the config file).")
 @click.option("--allow-downgrade", is_flag=True, help="Install the bundle even if its data is older than the data in use.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Connect/read timeout in seconds.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, help="Time limit in seconds for the whole download.")
 def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     """Download, verify and install newer compatibility data."""
     from cudadoctor.data.update import UpdateError
     from cudadoctor.data.update import update as run_update
 
     try:
-        result = run_update(url, allow_downgrade=allow_downgrade, timeout=timeout)
+        result = run_update(url, allow_downgrade=allow_downgrade, timeout=timeout, on_wait=_say_waiting)
     except UpdateError as exc:
         raise CudadoctorError(f"data update failed: {exc}; nothing was changed", exit_code=ExitCode.FINDINGS) from None
     except OSError as exc:
@@ -121,8 +121,15 @@ def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     if not result.installed:
         click.echo(f"data {result.data_version} is already in use; nothing to do")
     else:
-        click.echo(f"installed data {result.data_version} (was {result.previous or 'none'}) from {result.url}")
+        from cudadoctor.data.store import printable
+
+        click.echo(f"installed data {result.data_version} (was {result.previous or 'none'}) from {printable(result.url)}")
     return ExitCode.OK
+
+
+def _say_waiting(line: str) -> None:
+    """One line on stderr while an update or rollback waits for another one's lock."""
+    click.echo(f"cudadoctor: {line}", err=True)
 
 
 @data.command()
@@ -132,7 +139,7 @@ def rollback() -> int:
     from cudadoctor.data.store import rollback as store_rollback
 
     try:
-        version = store_rollback()
+        version = store_rollback(on_wait=_say_waiting)
     except StoreError as exc:
         raise CudadoctorError(str(exc), hint="cudadoctor data info") from None
     click.echo("the shipped data is in use again" if version == "shipped" else f"data {version} is current again")

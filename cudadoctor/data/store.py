@@ -5,22 +5,30 @@ Layout of :func:`user_data_dir`::
     bundles/<data_version>/     a complete compat_data folder (manifest.json, tables, schemas/)
     bundles/.staging-<random>/  a bundle being placed; renamed to its final name in one step
     state.json                  {"current": ..., "previous": ..., "bundles": {<version>: marker}}
+    lock                        held (flock) by whoever changes bundles/ or state.json
 
 ``state.json`` is replaced atomically (temporary file + ``os.replace``), and a bundle folder is
 complete before ``state.json`` names it, so a crash at any point leaves either the old or the new
 data in use, never a mix. Each bundle is validated in full (schemas + invariants) once, at
 install time; the marker recorded then (file sizes and SHA-256) is what load time checks, so
 that ``cudadoctor check`` reads only ``state.json`` and the bundle's ``manifest.json``.
+
+Installs and rollbacks hold ``lock`` while they read and rewrite the store: two at once renamed
+folders under each other, pruned the bundle the other had just made current, and let an older
+bundle become current after a newer one (issue 16). Under the lock an install checks again that
+its data is not older than the current bundle, so the newest data wins whatever the order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from cudadoctor.version import __version__
 from cudadoctor.data.location import shipped_data_dir, shipped_origin
@@ -30,15 +38,44 @@ ENV_HOME = "CUDADOCTOR_DATA_HOME"  # overrides user_data_dir() (tests, sandboxes
 ENV_DATA_DIR = "CUDADOCTOR_DATA_DIR"  # use this compat_data folder, whatever else there is
 ENV_PAUSE = "CUDADOCTOR_INSTALL_PAUSE"  # tests: "<point>:<flag file>" pauses install_bundle there
 STATE_FILE = "state.json"
+LOCK_FILE = "lock"
+LOCK_WAIT_S = 60.0  # how long an install or rollback waits for another one before giving up
 BUNDLES = "bundles"
 STAGING_PREFIX = ".staging-"
-_VERSION_RE = re.compile(r"^\d{4}\.\d{1,2}\.\d+$")
+# Data versions are calendar versions, YYYY.M.N. Every part is bounded: a version comes from a
+# server or a file on disk, and int() of a string over 4300 digits raises ValueError (issue 16).
+# ASCII digits only, and fullmatch, not "$", which also matches before a trailing newline
+# ("2026.12.0\n" would name a folder).
+_VERSION_RE = re.compile(r"[0-9]{4}\.[0-9]{1,2}\.[0-9]{1,6}")
+# Tool versions as they are published: 0.1.0, 1.2, 0.2.0.dev1, 1.0rc2.
+_TOOL_VERSION_RE = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6}){0,3}(?:\.?(?:dev|a|b|rc|post)[0-9]{0,6})?")
 
 # Set by the top-level ``--data DIR`` option; wins over everything else.
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or otherwise unprintable character escaped (``\\x1b``): messages
+    carry URLs, paths and server answers, and a terminal must not act on escape sequences in them."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 class StoreError(Exception):
-    """The store cannot do what was asked; the message says why in one line."""
+    """The store cannot do what was asked; the message says why in one line (escaped)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
+
+
+class NewerDataInstalled(StoreError):
+    """The bundle to install is older than the current installed one (which another update may
+    have installed meanwhile); nothing was changed."""
+
+    def __init__(self, data_version: str, current: str) -> None:
+        super().__init__(f"data {data_version} is older than the installed data {current}; it was not made current")
+        self.data_version = data_version
+        self.current = current
 
 
 @dataclass(frozen=True)
@@ -101,8 +138,19 @@ def new_staging_dir() -> str:
 # ------------------------------------------------------------------------------- versions
 
 
+def is_data_version(text: object) -> bool:
+    """Whether ``text`` is a data version (``YYYY.M.N``, each part of bounded length)."""
+    return isinstance(text, str) and _VERSION_RE.fullmatch(text) is not None
+
+
+def is_tool_version(text: object) -> bool:
+    """Whether ``text`` is a cudadoctor version (``0.1.0``, ``0.2.0.dev1``), each part bounded."""
+    return isinstance(text, str) and _TOOL_VERSION_RE.fullmatch(text) is not None
+
+
 def version_key(version: str) -> Tuple[int, ...]:
-    """``2026.11.0`` -> (2026, 11, 0); also tool versions (``0.1.0``, ``0.2.0.dev1`` -> (0, 2, 0, 1))."""
+    """``2026.11.0`` -> (2026, 11, 0); also tool versions (``0.1.0``, ``0.2.0.dev1`` -> (0, 2, 0, 1)).
+    Give it only versions checked by :func:`is_data_version` or :func:`is_tool_version`."""
     parts: List[int] = []
     for piece in version.split("."):
         digits = re.match(r"\d*", piece)
@@ -112,6 +160,12 @@ def version_key(version: str) -> Tuple[int, ...]:
 
 def tool_is_new_enough(min_tool_version: Optional[str]) -> bool:
     return min_tool_version is None or version_key(__version__) >= version_key(min_tool_version)
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` for a one-line message: repr (control characters escaped), cut to ``limit``."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------------------- state.json
@@ -178,7 +232,7 @@ def _load_problem(version: str, directory: str, marker: Any) -> Optional[str]:
     if not isinstance(marker, dict) or marker.get("validated") is not True:
         return "it was not validated when installed"
     min_tool = marker.get("min_tool_version")
-    if min_tool is not None and (not isinstance(min_tool, str) or not tool_is_new_enough(min_tool)):
+    if min_tool is not None and (not is_tool_version(min_tool) or not tool_is_new_enough(min_tool)):
         return f"it needs cudadoctor >= {min_tool} (this is {__version__})"
     files = marker.get("files")
     if not isinstance(files, dict) or not files:
@@ -203,7 +257,7 @@ def installed() -> Optional[InstalledBundle]:
     """The current installed bundle (with why it cannot be used, if so), or None."""
     state = _read_state()
     current = state.get("current")
-    if not isinstance(current, str) or not _VERSION_RE.match(current):
+    if not isinstance(current, str) or not is_data_version(current):
         return None
     previous = state.get("previous")
     directory = os.path.join(bundles_dir(), current)
@@ -211,37 +265,115 @@ def installed() -> Optional[InstalledBundle]:
     return InstalledBundle(current, directory, previous if isinstance(previous, str) else None, problem)
 
 
+# ------------------------------------------------------------------------------- the lock
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the lock on ``fd`` without waiting: True when taken, False when another process holds it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except PermissionError:  # EACCES: locked by another process
+            return False
+        return True
+    import errno
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+@contextlib.contextmanager
+def store_lock(on_wait: Optional[Callable[[str], None]] = None) -> Iterator[None]:
+    """Hold the store's lock file (``<user data dir>/lock``) for the block.
+
+    When another process holds it, ``on_wait`` gets one line saying so, and this waits up to
+    :data:`LOCK_WAIT_S` seconds; then :class:`StoreError`. The lock goes with the open file, so a
+    process that dies (even by SIGKILL) releases it; the file itself stays (removing it would let
+    two processes lock two different files)."""
+    folder = user_data_dir()
+    path = os.path.join(folder, LOCK_FILE)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot open the lock file {path}: {exc.strerror or exc}") from None
+    try:
+        try:
+            taken = _try_lock(fd)
+            if not taken:
+                if on_wait is not None:
+                    on_wait(f"waiting for another cudadoctor data update or rollback to finish (up to {LOCK_WAIT_S:g} s)")
+                deadline = time.monotonic() + LOCK_WAIT_S
+                while not taken and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    taken = _try_lock(fd)
+        except OSError as exc:  # e.g. ENOLCK on a network file system without locks
+            raise StoreError(f"cannot lock {path}: {exc.strerror or exc}") from None
+        if not taken:
+            raise StoreError(
+                f"another cudadoctor data update or rollback still holds {path} after {LOCK_WAIT_S:g} s; "
+                "try again when it has finished"
+            )
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 # ------------------------------------------------------------------------------- install, rollback
 
 
 def _pause(point: str) -> None:
     """Tests only: with CUDADOCTOR_INSTALL_PAUSE=<point>:<flag file>, create the flag file and
-    wait here (to be killed)."""
-    import time
-
+    wait here until it is removed (or the process is killed), at most 600 s."""
     spec = os.environ.get(ENV_PAUSE, "")
     if spec.partition(":")[0] != point:
         return
-    with open(spec.partition(":")[2], "w", encoding="utf-8") as fh:
+    flag = spec.partition(":")[2]
+    with open(flag, "w", encoding="utf-8") as fh:
         fh.write(str(os.getpid()))
-    time.sleep(600)
+    deadline = time.monotonic() + 600
+    while os.path.exists(flag) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
-def install_bundle(staged_dir: str, data_version: str, min_tool_version: Optional[str] = None) -> InstallResult:
+def install_bundle(
+    staged_dir: str,
+    data_version: str,
+    min_tool_version: Optional[str] = None,
+    *,
+    allow_downgrade: bool = False,
+    on_wait: Optional[Callable[[str], None]] = None,
+) -> InstallResult:
     """Install the compat_data folder ``staged_dir`` as ``data_version`` and make it current.
 
     Validates it in full first (raises :class:`StoreError`, nothing changed). A folder made by
     :func:`new_staging_dir` is moved into place; any other one is copied. The previous current
-    bundle is kept as ``previous``; every other bundle is removed."""
+    bundle is kept as ``previous``; every other bundle is removed.
+
+    The store is changed under :func:`store_lock` (``on_wait`` is told when this waits for
+    another install or rollback). Unless ``allow_downgrade``, data older than the current usable
+    bundle raises :class:`NewerDataInstalled` and changes nothing: with two updates at once, the
+    newer data ends up current whichever finishes first."""
     import shutil
-    import time
     import uuid
 
-    if not _VERSION_RE.match(data_version):
-        raise StoreError(f"{data_version!r} is not a data version (YYYY.MM.N)")
+    if not is_data_version(data_version):
+        raise StoreError(f"{shown(data_version)} is not a data version (YYYY.MM.N)")
+    if min_tool_version is not None and not is_tool_version(min_tool_version):
+        raise StoreError(f"{shown(min_tool_version)} is not a cudadoctor version")
     if not tool_is_new_enough(min_tool_version):
         raise StoreError(f"data {data_version} needs cudadoctor >= {min_tool_version} (this is {__version__})")
     staged_dir = os.path.abspath(staged_dir)
+    # Validation and hashing take the longest; they read only the staged folder, so they run
+    # before the lock and two updates do not wait on each other for them.
     problems = validate_bundle(staged_dir, data_version)
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -254,46 +386,59 @@ def install_bundle(staged_dir: str, data_version: str, min_tool_version: Optiona
     staging = staged_dir if in_store else os.path.join(root, STAGING_PREFIX + uuid.uuid4().hex)
     if not in_store:
         shutil.copytree(staged_dir, staging)
-    _pause("staged")
+    try:
+        with store_lock(on_wait):
+            _pause("staged")
+            if not allow_downgrade:
+                _refuse_older(data_version)
+            final = os.path.join(root, data_version)
+            if os.path.isdir(final):
+                old = _markers(_read_state()).get(data_version)
+                if isinstance(old, dict) and old.get("files") == files:
+                    shutil.rmtree(staging, ignore_errors=True)  # the same bundle is already in place
+                else:
+                    aside = os.path.join(root, STAGING_PREFIX + uuid.uuid4().hex)
+                    os.replace(final, aside)
+                    os.replace(staging, final)
+                    shutil.rmtree(aside, ignore_errors=True)
+            else:
+                os.replace(staging, final)
+            _pause("placed")
 
-    final = os.path.join(root, data_version)
-    if os.path.isdir(final):
-        state = _read_state()
-        old = _markers(state).get(data_version)
-        if isinstance(old, dict) and old.get("files") == files:
-            shutil.rmtree(staging, ignore_errors=True)  # the same bundle is already in place
-        else:
-            aside = os.path.join(root, STAGING_PREFIX + uuid.uuid4().hex)
-            os.replace(final, aside)
-            os.replace(staging, final)
-            shutil.rmtree(aside, ignore_errors=True)
-    else:
-        os.replace(staging, final)
-    _pause("placed")
-
-    state = _read_state()
-    current = state.get("current") if isinstance(state.get("current"), str) else None
-    previous = state.get("previous") if isinstance(state.get("previous"), str) else None
-    new_previous = current if current != data_version else previous
-    markers = dict(_markers(state))
-    markers[data_version] = {
-        "validated": True,
-        "schema_version": SCHEMA_VERSION,
-        "min_tool_version": min_tool_version,
-        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "files": files,
-    }
-    keep = {data_version} | ({new_previous} if new_previous else set())
-    markers = {v: m for v, m in markers.items() if v in keep}
-    _write_state({"current": data_version, "previous": new_previous, "bundles": markers})
-    pruned = _prune(keep)
+            state = _read_state()
+            current = state.get("current") if isinstance(state.get("current"), str) else None
+            previous = state.get("previous") if isinstance(state.get("previous"), str) else None
+            new_previous = current if current != data_version else previous
+            markers = dict(_markers(state))
+            markers[data_version] = {
+                "validated": True,
+                "schema_version": SCHEMA_VERSION,
+                "min_tool_version": min_tool_version,
+                "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "files": files,
+            }
+            keep = {data_version} | ({new_previous} if new_previous else set())
+            markers = {v: m for v, m in markers.items() if v in keep}
+            _write_state({"current": data_version, "previous": new_previous, "bundles": markers})
+            pruned = _prune(keep)
+    except BaseException:
+        if not in_store:  # our own copy; a caller's staging folder is the caller's to remove
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
     return InstallResult(data_version, final, new_previous, tuple(pruned))
+
+
+def _refuse_older(data_version: str) -> None:
+    """Raise :class:`NewerDataInstalled` when the current bundle is usable and newer than
+    ``data_version``. Called under the lock, so it sees what another update installed meanwhile."""
+    bundle = installed()
+    if bundle is not None and bundle.problem is None and version_key(bundle.data_version) > version_key(data_version):
+        raise NewerDataInstalled(data_version, bundle.data_version)
 
 
 def _prune(keep: set[str]) -> List[str]:
     """Remove bundles not kept, and staging folders left by runs that died over an hour ago."""
     import shutil
-    import time
 
     root = bundles_dir()
     pruned = []
@@ -314,24 +459,28 @@ def _prune(keep: set[str]) -> List[str]:
     return pruned
 
 
-def rollback() -> str:
+def rollback(on_wait: Optional[Callable[[str], None]] = None) -> str:
     """Make the previous installed bundle current again (the current one becomes previous); after
     the first update there is no previous bundle, and rolling back returns to the shipped data.
-    Returns the data version now in use; raises :class:`StoreError` when there is nothing to undo."""
-    state = _read_state()
-    current, previous = state.get("current"), state.get("previous")
-    if (not isinstance(previous, str) or not _VERSION_RE.match(previous)) and isinstance(current, str):
-        _write_state({"current": None, "previous": current, "bundles": _markers(state)})
-        return "shipped"
-    if not isinstance(previous, str) or not _VERSION_RE.match(previous):
+    Returns the data version now in use; raises :class:`StoreError` when there is nothing to undo.
+    Runs under :func:`store_lock` (``on_wait`` as for :func:`install_bundle`)."""
+    if not os.path.isdir(user_data_dir()):  # nothing was ever installed: do not create the folder
         raise StoreError("no previous data bundle to roll back to")
-    directory = os.path.join(bundles_dir(), previous)
-    problem = _load_problem(previous, directory, _markers(state).get(previous))
-    if problem:
-        raise StoreError(f"the previous data bundle {previous} cannot be used: {problem}")
-    _write_state({"current": previous, "previous": current if isinstance(current, str) else None,
-                  "bundles": _markers(state)})
-    return previous
+    with store_lock(on_wait):
+        state = _read_state()
+        current, previous = state.get("current"), state.get("previous")
+        if not (isinstance(previous, str) and is_data_version(previous)) and isinstance(current, str):
+            _write_state({"current": None, "previous": current, "bundles": _markers(state)})
+            return "shipped"
+        if not (isinstance(previous, str) and is_data_version(previous)):
+            raise StoreError("no previous data bundle to roll back to")
+        directory = os.path.join(bundles_dir(), previous)
+        problem = _load_problem(previous, directory, _markers(state).get(previous))
+        if problem:
+            raise StoreError(f"the previous data bundle {previous} cannot be used: {problem}")
+        _write_state({"current": previous, "previous": current if isinstance(current, str) else None,
+                      "bundles": _markers(state)})
+        return previous
 
 
 # ------------------------------------------------------------------------------- which data

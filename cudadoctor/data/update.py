@@ -17,9 +17,10 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urljoin, urlparse
 
 from cudadoctor.version import __version__
@@ -36,12 +37,19 @@ MAX_REDIRECTS = 5
 ATTEMPTS = 3
 BACKOFF_S = 0.5
 
-_FILE_RE = re.compile(r"^(?:[a-z0-9_]+\.json|schemas/[a-z0-9_]+\.schema\.json)$")
-_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+# A table or its schema, nothing else: no other folder, no "..", no control characters. fullmatch,
+# because "$" also matches before a trailing newline ("evil.json\n" passed, issue 16).
+_FILE_RE = re.compile(r"(?:[a-z0-9_]{1,64}\.json|schemas/[a-z0-9_]{1,64}\.schema\.json)")
+_SHA_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class UpdateError(Exception):
-    """A failed update, as one line; nothing was changed."""
+    """A failed update, as one line (control characters escaped); nothing was changed."""
+
+    def __init__(self, message: str) -> None:
+        from cudadoctor.data.store import printable
+
+        super().__init__(printable(message))
 
 
 @dataclass(frozen=True)
@@ -92,32 +100,12 @@ def resolve_url(option: Optional[str] = None) -> str:
     raise UpdateError(f"no data URL: give --url, set CUDADOCTOR_DATA_URL, or set data_url in {path}")
 
 
-def _fetch(session: Any, url: str, cap: int, timeout: float) -> bytes:
-    """GET url: retried with backoff on connection errors and 5xx; at most ``cap`` bytes."""
-    import requests
-
-    last = ""
-    for attempt in range(ATTEMPTS):
-        if attempt:
-            time.sleep(BACKOFF_S * 2 ** (attempt - 1))
-        try:
-            return _get_once(session, url, cap, timeout)
-        except _Retryable as exc:
-            last = str(exc)
-        except requests.exceptions.TooManyRedirects:
-            raise UpdateError(f"{url}: too many redirects") from None
-        except requests.exceptions.Timeout:
-            raise UpdateError(f"{url}: timed out after {timeout:g} s") from None
-        except requests.exceptions.ConnectionError as exc:
-            reason = "connection refused" if "refused" in str(exc).lower() else "offline or unreachable"
-            last = f"{url}: cannot connect to {urlparse(url).netloc} ({reason})"
-        except requests.exceptions.RequestException as exc:
-            raise UpdateError(f"{url}: {_reason(exc)}") from None
-    raise UpdateError(f"{last} (after {ATTEMPTS} attempts)")
-
-
 class _Retryable(Exception):
     pass
+
+
+class _Cancelled(Exception):
+    """The main thread gave up on this download (its deadline passed)."""
 
 
 def _reason(exc: Exception) -> str:
@@ -126,46 +114,171 @@ def _reason(exc: Exception) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _get_once(session: Any, url: str, cap: int, timeout: float) -> bytes:
-    deadline = time.monotonic() + max(timeout * 4, timeout + 5)  # a server that trickles bytes
-    with session.get(url, timeout=(timeout, timeout), stream=True) as response:
-        if response.status_code >= 500:
-            raise _Retryable(f"{url}: HTTP {response.status_code}")
-        if response.status_code != 200:
-            raise UpdateError(f"{url}: HTTP {response.status_code}")
-        length = response.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > cap:
-            raise UpdateError(f"{url}: {length} bytes is over the {cap} byte limit")
-        chunks = []
-        size = 0
-        for chunk in response.iter_content(64 * 1024):
-            size += len(chunk)
-            if size > cap:
-                raise UpdateError(f"{url}: over the {cap} byte limit")
-            if time.monotonic() > deadline:
-                raise UpdateError(f"{url}: timed out (download too slow)")
-            chunks.append(chunk)
-        return b"".join(chunks)
+_LENGTH_RE = re.compile(r"[0-9]{1,18}")  # more digits than that is over any cap (and int() of 5000 digits raises)
+
+
+class _Download:
+    """Every request of one update under one deadline, ``timeout`` seconds from the start.
+
+    requests' timeouts bound each socket read, not a download: a server sending one byte a second
+    never trips them (an update ran past 130 s with ``--timeout 5``), nor does one trickling its
+    headers, nor a slow name lookup. So each request runs in a worker thread that the caller waits
+    for until the deadline, then abandons (it stops at its next read). The worker records how far
+    it got, so the message can say what happened."""
+
+    def __init__(self, session: Any, timeout: float) -> None:
+        self.session = session
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.cancelled = threading.Event()
+        # progress of the request under way (written by the worker, read after the deadline)
+        self.responded = False
+        self.received = 0
+        self.expected: Optional[int] = None
+        self.last_progress = time.monotonic()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def fetch(self, url: str, cap: int) -> bytes:
+        """GET ``url`` (at most ``cap`` bytes) before the deadline, or :class:`UpdateError`."""
+        outcome: Dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["body"] = self._fetch(url, cap)
+            except BaseException as exc:  # handed to the caller's thread
+                outcome["error"] = exc
+
+        self.responded, self.received, self.expected = False, 0, None
+        self.last_progress = time.monotonic()
+        worker = threading.Thread(target=work, name="cudadoctor-download", daemon=True)
+        worker.start()
+        worker.join(max(0.0, self.remaining()))
+        if worker.is_alive():
+            self.cancelled.set()
+            raise UpdateError(self._late(url))
+        if "error" in outcome:
+            raise outcome["error"]
+        body: bytes = outcome["body"]
+        return body
+
+    def _late(self, url: str) -> str:
+        """What happened to a request still under way at the deadline."""
+        if not self.responded:
+            return f"{url}: timed out: the server sent no complete response within {self.timeout:g} s"
+        idle = time.monotonic() - self.last_progress
+        if idle >= min(self.timeout / 2, 5.0):  # nothing for a while: stalled, not slow
+            return self._stalled(url)
+        of = f" of {self.expected}" if self.expected is not None else ""
+        return (f"{url}: timed out: the download took longer than {self.timeout:g} s"
+                f" (the server is sending slowly: {self.received}{of} bytes so far)")
+
+    def _stalled(self, url: str) -> str:
+        return (f"{url}: timed out: the server stopped sending after {self.received} bytes"
+                f" (nothing for {time.monotonic() - self.last_progress:.0f} s)")
+
+    def _fetch(self, url: str, cap: int) -> bytes:
+        """GET url: retried with backoff on connection errors and 5xx while time is left; never
+        after a timeout (a server that stalled once will stall again)."""
+        import requests
+
+        last = ""
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                pause = BACKOFF_S * 2 ** (attempt - 1)
+                if pause >= self.remaining():
+                    raise UpdateError(f"{last} (after {attempt} attempt{'s' if attempt > 1 else ''}, out of time)")
+                time.sleep(pause)
+            try:
+                return self._get_once(url, cap)
+            except _Retryable as exc:
+                last = str(exc)
+            except requests.exceptions.TooManyRedirects:
+                raise UpdateError(f"{url}: too many redirects") from None
+            except requests.exceptions.ConnectTimeout:
+                raise UpdateError(f"{url}: timed out: cannot connect to {urlparse(url).netloc} within {self.timeout:g} s") from None
+            except requests.exceptions.Timeout:  # waiting for the status line and headers
+                raise UpdateError(f"{url}: timed out: the server sent no complete response within {self.timeout:g} s") from None
+            except requests.exceptions.ConnectionError as exc:
+                if "aborted" in str(exc).lower():  # connected, then the answer broke off or was malformed
+                    last = f"{url}: the connection broke ({_reason(exc)})"
+                else:
+                    reason = "connection refused" if "refused" in str(exc).lower() else "offline or unreachable"
+                    last = f"{url}: cannot connect to {urlparse(url).netloc} ({reason})"
+            except requests.exceptions.RequestException as exc:
+                raise UpdateError(f"{url}: {_reason(exc)}") from None
+        raise UpdateError(f"{last} (after {ATTEMPTS} attempts)")
+
+    def _get_once(self, url: str, cap: int) -> bytes:
+        import socket
+
+        import urllib3.exceptions
+
+        left = max(0.05, self.remaining())
+        wait = min(self.timeout, left)  # no single wait past the deadline
+        with self.session.get(url, timeout=(wait, wait), stream=True) as response:
+            self.responded = True
+            self.last_progress = time.monotonic()
+            if response.status_code >= 500:
+                raise _Retryable(f"{url}: HTTP {response.status_code}")
+            if response.status_code != 200:
+                raise UpdateError(f"{url}: HTTP {response.status_code}")
+            length = response.headers.get("Content-Length")
+            if length is not None and _LENGTH_RE.fullmatch(length.strip()):
+                self.expected = int(length.strip())
+                if self.expected > cap:
+                    raise UpdateError(f"{url}: {self.expected} bytes is over the {cap} byte limit")
+            elif length is not None and length.strip().isdigit():
+                raise UpdateError(f"{url}: the declared size is over the {cap} byte limit")
+            raw = response.raw
+            # read1 (urllib3 2) returns what one read brought, so progress is counted as it
+            # comes; read() (urllib3 1) waits for the whole block.
+            read = getattr(raw, "read1", None) or raw.read
+            chunks = []
+            size = 0
+            while True:
+                if self.cancelled.is_set():
+                    raise _Cancelled()
+                try:
+                    chunk = read(64 * 1024, decode_content=True)
+                except (urllib3.exceptions.ReadTimeoutError, socket.timeout):
+                    raise UpdateError(self._stalled(url)) from None
+                except urllib3.exceptions.ProtocolError as exc:
+                    raise UpdateError(f"{url}: the connection broke after {size} bytes ({_reason(exc)})") from None
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    raise UpdateError(f"{url}: {_reason(exc)}") from None
+                if not chunk:
+                    break
+                size += len(chunk)
+                self.received = size
+                self.last_progress = time.monotonic()
+                if size > cap:
+                    raise UpdateError(f"{url}: over the {cap} byte limit")
+                chunks.append(chunk)
+            return b"".join(chunks)
 
 
 def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
     """The bundle manifest's files, or UpdateError naming what is wrong with it."""
     from cudadoctor.matrix.load import SCHEMA_VERSION
 
+    from cudadoctor.data.store import is_data_version, is_tool_version, shown
+
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise UpdateError(f"not a cudadoctor data bundle (format is not {BUNDLE_FORMAT!r})")
     if manifest.get("bundle_version") != BUNDLE_VERSION:
         raise UpdateError(f"bundle_version {manifest.get('bundle_version')!r} is not the {BUNDLE_VERSION} this cudadoctor reads")
     version = manifest.get("data_version")
-    if not isinstance(version, str) or not re.match(r"^\d{4}\.\d{1,2}\.\d+$", version):
-        raise UpdateError(f"bad data_version {version!r}")
+    if not isinstance(version, str) or not is_data_version(version):
+        raise UpdateError(f"bad data_version {shown(version)} (expected YYYY.M.N)")
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise UpdateError(
             f"data {version} has schema_version {manifest.get('schema_version')!r}; this cudadoctor reads {SCHEMA_VERSION}: upgrade cudadoctor"
         )
     needed = manifest.get("min_tool_version")
-    if not isinstance(needed, str) or not version_tuple(needed):
-        raise UpdateError(f"bad min_tool_version {needed!r}")
+    if not isinstance(needed, str) or not is_tool_version(needed):
+        raise UpdateError(f"bad min_tool_version {shown(needed)} (expected a cudadoctor version such as 0.1.0)")
     if version_tuple(needed) > version_tuple(__version__):
         raise UpdateError(f"data {version} needs cudadoctor >= {needed} (this is {__version__}): upgrade cudadoctor")
     files = manifest.get("files")
@@ -173,9 +286,12 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
         raise UpdateError("bundle lists no files (or no manifest.json)")
     total = 0
     for name, entry in files.items():
-        if not isinstance(name, str) or not _FILE_RE.match(name):
-            raise UpdateError(f"bundle lists a file with a bad name: {name!r}")
-        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or not _SHA_RE.match(entry["sha256"]):
+        if not isinstance(name, str) or not _FILE_RE.fullmatch(name):
+            raise UpdateError(
+                f"bundle lists a file with a bad name: {shown(name)} (only <table>.json and schemas/<table>.schema.json,"
+                " with a-z, 0-9 and _)"
+            )
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str) or not _SHA_RE.fullmatch(entry["sha256"]):
             raise UpdateError(f"{name}: bad sha256 in the bundle manifest")
         size = entry.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_FILE_BYTES:
@@ -186,16 +302,20 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
     return files
 
 
-def _current_version() -> Optional[str]:
-    """The newest data version at hand: the installed bundle's (when usable) or the shipped one."""
+def _current_version(installed_version: Optional[str] = None, look: bool = True) -> Optional[str]:
+    """The newest data version at hand: the installed bundle's (when usable; ``installed_version``
+    instead when ``look`` is False) or the shipped one."""
     from cudadoctor.data.store import installed
     from cudadoctor.data.location import shipped_data_dir
     from cudadoctor.matrix.load import DataError, read_manifest
 
     versions = []
-    bundle = installed()
-    if bundle is not None and bundle.problem is None:
-        versions.append(bundle.data_version)
+    if look:
+        bundle = installed()
+        if bundle is not None and bundle.problem is None:
+            versions.append(bundle.data_version)
+    elif installed_version is not None:
+        versions.append(installed_version)
     shipped = shipped_data_dir()
     if shipped:
         try:
@@ -205,8 +325,14 @@ def _current_version() -> Optional[str]:
     return max(versions, key=version_tuple) if versions else None
 
 
-def update(url: Optional[str] = None, allow_downgrade: bool = False, timeout: float = 30.0) -> UpdateResult:
-    """Fetch, verify and install the bundle at ``url`` (or the configured one)."""
+def update(
+    url: Optional[str] = None,
+    allow_downgrade: bool = False,
+    timeout: float = 30.0,
+    on_wait: Optional[Callable[[str], None]] = None,
+) -> UpdateResult:
+    """Fetch, verify and install the bundle at ``url`` (or the configured one). ``on_wait`` gets
+    one line when the install waits for another update or rollback to finish."""
     import requests
 
     from cudadoctor.data import store as data_store
@@ -216,7 +342,8 @@ def update(url: Optional[str] = None, allow_downgrade: bool = False, timeout: fl
     with requests.Session() as session:
         session.max_redirects = MAX_REDIRECTS
         session.headers["User-Agent"] = f"cudadoctor/{__version__}"
-        raw = _fetch(session, url, MAX_MANIFEST_BYTES, timeout)
+        download = _Download(session, timeout)  # --timeout bounds everything fetched from here on
+        raw = download.fetch(url, MAX_MANIFEST_BYTES)
         try:
             manifest = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -237,7 +364,7 @@ def update(url: Optional[str] = None, allow_downgrade: bool = False, timeout: fl
         try:
             os.makedirs(os.path.join(staged, "schemas"))
             for name, entry in sorted(files.items()):
-                body = _fetch(session, urljoin(url, name), entry["size"], timeout)
+                body = download.fetch(urljoin(url, name), entry["size"])
                 if len(body) != entry["size"]:
                     raise UpdateError(f"{name}: {len(body)} bytes, the bundle says {entry['size']} (truncated?)")
                 if hashlib.sha256(body).hexdigest() != entry["sha256"]:
@@ -245,9 +372,17 @@ def update(url: Optional[str] = None, allow_downgrade: bool = False, timeout: fl
                 with open(os.path.join(staged, *name.split("/")), "wb") as fh:
                     fh.write(body)
             try:  # validates the staged data in full (schemas + invariants) before switching to it
-                data_store.install_bundle(staged, version, min_tool_version=manifest["min_tool_version"])
+                done = data_store.install_bundle(staged, version, min_tool_version=manifest["min_tool_version"],
+                                                 allow_downgrade=allow_downgrade, on_wait=on_wait)
+            except data_store.NewerDataInstalled as exc:  # another update installed it after the check above
+                raise UpdateError(
+                    f"bundle data {version} is older than the data in use ({exc.current}, installed meanwhile by"
+                    " another update); --allow-downgrade to install it"
+                ) from None
             except data_store.StoreError as exc:
                 raise UpdateError(str(exc)) from None
+            # what was in use when it switched, which another update may have changed since the check above
+            previous = _current_version(done.previous, look=False)
             ok = True
         finally:
             if os.path.isdir(staged):
