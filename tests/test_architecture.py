@@ -17,7 +17,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "model": {"version", "errors"},
     "host": {"model", "version", "errors", "probes"},  # probes: the recorder's command line only
     "matrix": {"model"},
-    "data": {"matrix", "host", "version"},
+    "data": {"matrix", "host", "model", "version"},
     "planner": {"matrix", "model", "errors", "version"},
     "checks": {"matrix", "planner", "model"},
     "probes": {"host", "model", "version"},

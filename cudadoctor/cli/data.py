@@ -121,7 +121,7 @@ def update(url: Optional[str], allow_downgrade: bool, timeout: float) -> int:
     if not result.installed:
         click.echo(f"data {result.data_version} is already in use; nothing to do")
     else:
-        from cudadoctor.data.store import printable
+        from cudadoctor.model.printable import printable
 
         click.echo(f"installed data {result.data_version} (was {result.previous or 'none'}) from {printable(result.url)}")
     return ExitCode.OK

@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from cudadoctor.version import __version__
 from cudadoctor.data.location import shipped_data_dir, shipped_origin
 from cudadoctor.matrix.load import SCHEMA_VERSION, DataError, read_manifest
+from cudadoctor.model.printable import printable
 
 ENV_HOME = "CUDADOCTOR_DATA_HOME"  # overrides user_data_dir() (tests, sandboxes)
 ENV_DATA_DIR = "CUDADOCTOR_DATA_DIR"  # use this compat_data folder, whatever else there is
@@ -51,14 +52,6 @@ _VERSION_RE = re.compile(r"[0-9]{4}\.[0-9]{1,2}\.[0-9]{1,6}")
 _TOOL_VERSION_RE = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6}){0,3}(?:\.?(?:dev|a|b|rc|post)[0-9]{0,6})?")
 
 # Set by the top-level ``--data DIR`` option; wins over everything else.
-
-
-def printable(text: str) -> str:
-    """``text`` with every control or otherwise unprintable character escaped (``\\x1b``): messages
-    carry URLs, paths and server answers, and a terminal must not act on escape sequences in them."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class StoreError(Exception):

@@ -47,7 +47,7 @@ class UpdateError(Exception):
     """A failed update, as one line (control characters escaped); nothing was changed."""
 
     def __init__(self, message: str) -> None:
-        from cudadoctor.data.store import printable
+        from cudadoctor.model.printable import printable
 
         super().__init__(printable(message))
 
