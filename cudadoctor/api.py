@@ -229,17 +229,17 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
 
 
 def read_json(path: Union[str, "os.PathLike[str]"], label: Optional[str] = None, markdown: bool = False) -> Any:
-    """The JSON value in the file ``path`` (``markdown``: or the JSON block of a Markdown report of
-    ``cudadoctor report``). Failures raise CudadoctorError naming ``label`` (default: the path)."""
+    """The JSON value in the file ``path`` (``-``: stdin; ``markdown``: or the JSON block of a
+    Markdown report of ``cudadoctor report``), read through the one reader: at most 64 MiB, a pipe
+    or device without blocking, UTF-8 or UTF-16 with a byte-order mark, and a report of a newer
+    cudadoctor refused. Failures raise CudadoctorError naming ``label`` (default: the path)."""
+    from cudadoctor.model.reader import ReadError, load
+
     name = label or os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise CudadoctorError(f"{name}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise CudadoctorError(f"{name}: not a UTF-8 text file") from None
-    return parse_json(text, name, markdown)
+        return load(os.fspath(path), markdown)
+    except ReadError as exc:
+        raise CudadoctorError(f"{name}: {exc.describe()}") from None
 
 
 def parse_json(text: str, name: str, markdown: bool = False) -> Any:
@@ -250,9 +250,7 @@ def parse_json(text: str, name: str, markdown: bool = False) -> Any:
     try:
         return parse(text, markdown)
     except ReadError as exc:
-        if exc.kind == "json":
-            raise CudadoctorError(f"{name}: not valid JSON ({exc.detail})") from None
-        raise CudadoctorError(f"{name}: not usable JSON") from None
+        raise CudadoctorError(f"{name}: {exc.describe()}") from None
 
 
 def as_snapshot(value: SnapshotLike) -> Snapshot:
