@@ -132,3 +132,18 @@ def test_python_m_entry_point_and_broken_pipe() -> None:
     )
     assert proc.stdout.startswith("cudadoctor ")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty"])
+def test_data_folder_without_data_is_a_usage_error(folder: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 16, item 15: this was "internal error: DataError: manifest.json: file is missing", exit 3
+    path = tmp_path / folder
+    if folder == "empty":
+        path.mkdir()
+    code, out, err = cli(["--data", str(path), "check", "--no-smoke"], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.splitlines()[0] == f"cudadoctor: error: --data {path}: not a compat_data folder (" + (
+        "no such folder)" if folder == "missing" else "no manifest.json in it)")
+    assert "internal error" not in err

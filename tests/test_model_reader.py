@@ -17,14 +17,14 @@ import pytest
 
 from cudadoctor.model import reader
 from cudadoctor.model.reader import ReadError, extract_json, json_blocks, load, read_document
-from tests.helpers import cli
+from helpers import cli
 
 FUTURE = {"format": "cudadoctor.report", "format_version": 99, "snapshot": {"schema_version": 1, "driver": None}}
 
 
 def _report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Dict[str, Any]:
     """A real report envelope of a recorded machine."""
-    from tests.helpers import MACHINES_DIR
+    from helpers import MACHINES_DIR
 
     code, out, _ = cli(["check", "--json", "--machine", f"{MACHINES_DIR}/h200-driver580-torch211-cu130"], capsys)
     assert code in (0, 1)
