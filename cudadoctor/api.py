@@ -168,6 +168,8 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
     if duration is not None and tier != "stress":
         raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
     snap = snapshot or collect(python=checked_interpreter(python, None))
+    if snapshot is None:
+        answered(snap, python)
     if not chosen:
         from cudadoctor.reports.build import default_suites
 
@@ -290,6 +292,16 @@ def checked_interpreter(python: Optional[str], host: Optional[Host], option: str
     return python
 
 
+def answered(snapshot: Snapshot, python: Optional[str], option: str = "python=") -> None:
+    """Raise CudadoctorError when the interpreter ``python`` was given and did not answer (it hung,
+    is not Python, printed garbage): what runs under it next (the checks, the smoke suites) would
+    only report the same failure at length and blame the wrong layer."""
+    if python is not None and snapshot.python is None:
+        reason = snapshot.errors_of("python")
+        raise CudadoctorError(f"{option.strip()} {python} did not answer as a Python interpreter"
+                              + (f": {reason[0].detail}" if reason else ""))
+
+
 def checked_report(*, python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, host: Optional[Host] = None,
                    only: Optional[Sequence[str]] = None, checks: bool = True, smoke: bool = False,
                    option: str = "python=", strict_python: bool = False) -> Report:
@@ -300,10 +312,8 @@ def checked_report(*, python: Optional[str] = None, timeout: float = DEFAULT_TIM
     if checks:
         _warm_checks()
     snapshot = collect(python=python, timeout=timeout, host=host)
-    if strict_python and python is not None and snapshot.python is None:
-        reason = snapshot.errors_of("python")
-        raise CudadoctorError(f"{option.strip()} {python} did not answer as a Python interpreter"
-                              + (f": {reason[0].detail}" if reason else ""))
+    if strict_python:
+        answered(snapshot, python, option)
     if smoke:
         from cudadoctor.reports.build import with_quick_smoke
 
