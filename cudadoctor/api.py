@@ -167,7 +167,9 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
             raise CudadoctorError(f"{name}: give a positive number of seconds")
     if duration is not None and tier != "stress":
         raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
-    snap = snapshot or collect(python=checked_interpreter(python, None))
+    if snapshot is None:
+        python = checked_interpreter(python, None)
+    snap = snapshot or collect(python=python)
     if snapshot is None:
         answered(snap, python)
     if not chosen:
@@ -287,7 +289,23 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
 def checked_interpreter(python: Optional[str], host: Optional[Host], option: str = "python=") -> Optional[str]:
     """``python`` checked as an interpreter path on this machine (a replayed host has its own).
     ``option`` is how the caller spells the argument in the message (``--python `` for the CLI)."""
-    if python is not None and host is None and not os.path.exists(python):
+    if python is None or host is not None:
+        return python
+    if os.sep not in python and not (os.altsep and os.altsep in python):
+        # A bare name is looked up on PATH, as a shell does: `--python python3.11`. A file of that
+        # name in this folder is not what a shell would run, and running it by its bare name
+        # looked it up on PATH anyway ("hang not found"): say how to name it.
+        from cudadoctor.host import which
+
+        found = which(python, os.environ.get("PATH", os.defpath))
+        if found is not None:
+            return found
+        if os.path.exists(python):
+            raise CudadoctorError(f"{option}{python}: not found on PATH",
+                                  hint=f"to use the file {python} in this folder, give ./{python}")
+        raise CudadoctorError(f"{option}{python}: not found on PATH and no such file",
+                              hint="give the path of a Python interpreter")
+    if not os.path.exists(python):
         raise CudadoctorError(f"{option}{python}: no such file", hint="give the path of a Python interpreter")
     return python
 

@@ -78,7 +78,8 @@ def smoke(suites: Tuple[str, ...], tier: str, gpu: Optional[str], duration: Opti
     seconds = parse_duration(duration) if duration is not None else None
     if seconds is not None and tier != "stress":
         raise CudadoctorError("--duration applies to the stress tier", hint="add --tier stress")
-    snapshot = collect(python=checked_interpreter(python, None, "--python "))
+    python = checked_interpreter(python, None, "--python ")  # a bare name resolved on PATH
+    snapshot = collect(python=python)
     # As `check` does: an interpreter that hangs or is not Python is said in seconds, not after
     # every suite ran into it and the driver got the blame (issue 16).
     answered(snapshot, python, "--python ")
