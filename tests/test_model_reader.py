@@ -65,7 +65,7 @@ def test_a_device_is_read_with_a_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ReadError) as caught:
         read_document("/dev/zero")
     assert caught.value.kind == "too_large"
-    assert "64 MiB" in caught.value.describe()
+    assert "16 MiB" in caught.value.describe()
 
 
 def test_a_large_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,7 +95,7 @@ def test_endless_stdin_stops_at_the_cap() -> None:
     with open("/dev/zero", "rb") as zero:
         result = _cudadoctor(["diagnose", "-"], stdin=zero)
     assert result.returncode == 2
-    assert result.stderr == "cudadoctor: error: -: larger than 64 MiB: not a cudadoctor report or snapshot\n"
+    assert result.stderr == "cudadoctor: error: -: larger than 16 MiB, the most cudadoctor reads\n"
 
 
 def test_a_process_substitution_pipe_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,10 +22,11 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from cudadoctor.model import Finding, Snapshot
 from cudadoctor.model.serialize import ENVELOPE_FORMAT, from_jsonable, newer_format, snapshot_from_dict
 
-# A report of a large cluster node is a few hundred KB; a document a thousand times larger is not
-# one, and reading /dev/zero or `yes |` without a cap ran out of memory (issue 16).
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-MAX_DOCUMENT_TEXT = "64 MiB"
+# A report of a large cluster node is a few hundred KB; a document fifty times larger is not one,
+# and reading /dev/zero or `yes |` without a cap ran out of memory (issue 16). JSON parsed into
+# Python objects takes up to twenty times its size: 16 MiB keeps that under a few hundred MB.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+MAX_DOCUMENT_TEXT = "16 MiB"
 _CHUNK = 1024 * 1024
 
 
@@ -49,7 +50,7 @@ class ReadError(ValueError):
         if self.kind == "unusable":
             return f"not usable JSON ({self.detail})" if self.detail else "not usable JSON"
         if self.kind == "too_large":
-            return f"larger than {MAX_DOCUMENT_TEXT}: not a cudadoctor report or snapshot"
+            return f"larger than {MAX_DOCUMENT_TEXT}, the most cudadoctor reads"
         if self.kind == "closed":
             return "stdin is closed: nothing to read"
         return self.detail or self.kind
@@ -74,6 +75,8 @@ def read_document(path: str) -> bytes:
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         raise ReadError("not_file", "not a regular file")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if stat.S_ISREG(mode) and os.stat(path).st_size > MAX_DOCUMENT_BYTES:
+        raise ReadError("too_large")  # said before reading any of it
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -162,7 +165,7 @@ def parse(text: str, markdown: bool = True) -> Any:
         if embedded is not None:
             return embedded
         raise ReadError("json", f"line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except (RecursionError, ValueError) as exc:
+    except (RecursionError, ValueError, MemoryError) as exc:
         raise ReadError("unusable", type(exc).__name__) from None
 
 
