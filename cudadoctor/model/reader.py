@@ -12,6 +12,7 @@ the one line it prints.
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import os
 import stat
@@ -74,9 +75,9 @@ def read_document(path: str) -> bytes:
         raise ReadError("not_file", "is a folder, not a report file")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         raise ReadError("not_file", "not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if stat.S_ISREG(mode) and os.stat(path).st_size > MAX_DOCUMENT_BYTES:
         raise ReadError("too_large")  # said before reading any of it
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -122,7 +123,7 @@ def _read_capped(stream: Any) -> bytes:
             chunks.append(chunk)
             total += len(chunk)
     except OSError as exc:
-        if exc.errno == 9:  # EBADF: the descriptor was closed under us (`<&-`)
+        if exc.errno == errno.EBADF:  # descriptor 0 closed (`<&-`) under a stream Python made anyway
             raise ReadError("closed") from None
         raise ReadError("os", exc.strerror or str(exc)) from None
     except ValueError:  # a closed file object
