@@ -167,7 +167,11 @@ def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *
             raise CudadoctorError(f"{name}: give a positive number of seconds")
     if duration is not None and tier != "stress":
         raise CudadoctorError("duration applies to the stress tier", hint='smoke(tier="stress", duration=300)')
-    snap = snapshot or collect(python=checked_interpreter(python, None))
+    if snapshot is None:
+        python = checked_interpreter(python, None)
+    snap = snapshot or collect(python=python)
+    if snapshot is None:
+        answered(snap, python)
     if not chosen:
         from cudadoctor.reports.build import default_suites
 
@@ -229,17 +233,17 @@ def report(format: str = "markdown", *, redact: bool = True, keep_hostname: bool
 
 
 def read_json(path: Union[str, "os.PathLike[str]"], label: Optional[str] = None, markdown: bool = False) -> Any:
-    """The JSON value in the file ``path`` (``markdown``: or the JSON block of a Markdown report of
-    ``cudadoctor report``). Failures raise CudadoctorError naming ``label`` (default: the path)."""
+    """The JSON value in the file ``path`` (``-``: stdin; ``markdown``: or the JSON block of a
+    Markdown report of ``cudadoctor report``), read through the one reader: at most 64 MiB, a pipe
+    or device without blocking, UTF-8 or UTF-16 with a byte-order mark, and a report of a newer
+    cudadoctor refused. Failures raise CudadoctorError naming ``label`` (default: the path)."""
+    from cudadoctor.model.reader import ReadError, load
+
     name = label or os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise CudadoctorError(f"{name}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise CudadoctorError(f"{name}: not a UTF-8 text file") from None
-    return parse_json(text, name, markdown)
+        return load(os.fspath(path), markdown)
+    except ReadError as exc:
+        raise CudadoctorError(f"{name}: {exc.describe()}") from None
 
 
 def parse_json(text: str, name: str, markdown: bool = False) -> Any:
@@ -250,9 +254,7 @@ def parse_json(text: str, name: str, markdown: bool = False) -> Any:
     try:
         return parse(text, markdown)
     except ReadError as exc:
-        if exc.kind == "json":
-            raise CudadoctorError(f"{name}: not valid JSON ({exc.detail})") from None
-        raise CudadoctorError(f"{name}: not usable JSON") from None
+        raise CudadoctorError(f"{name}: {exc.describe()}") from None
 
 
 def as_snapshot(value: SnapshotLike) -> Snapshot:
@@ -291,9 +293,35 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
 def checked_interpreter(python: Optional[str], host: Optional[Host], option: str = "python=") -> Optional[str]:
     """``python`` checked as an interpreter path on this machine (a replayed host has its own).
     ``option`` is how the caller spells the argument in the message (``--python `` for the CLI)."""
-    if python is not None and host is None and not os.path.exists(python):
+    if python is None or host is not None:
+        return python
+    if os.sep not in python and not (os.altsep and os.altsep in python):
+        # A bare name is looked up on PATH, as a shell does: `--python python3.11`. A file of that
+        # name in this folder is not what a shell would run, and running it by its bare name
+        # looked it up on PATH anyway ("hang not found"): say how to name it.
+        from cudadoctor.host import which
+
+        found = which(python, os.environ.get("PATH", os.defpath))
+        if found is not None:
+            return found
+        if os.path.exists(python):
+            raise CudadoctorError(f"{option}{python}: not found on PATH",
+                                  hint=f"to use the file {python} in this folder, give ./{python}")
+        raise CudadoctorError(f"{option}{python}: not found on PATH and no such file",
+                              hint="give the path of a Python interpreter")
+    if not os.path.exists(python):
         raise CudadoctorError(f"{option}{python}: no such file", hint="give the path of a Python interpreter")
     return python
+
+
+def answered(snapshot: Snapshot, python: Optional[str], option: str = "python=") -> None:
+    """Raise CudadoctorError when the interpreter ``python`` was given and did not answer (it hung,
+    is not Python, printed garbage): what runs under it next (the checks, the smoke suites) would
+    only report the same failure at length and blame the wrong layer."""
+    if python is not None and snapshot.python is None:
+        reason = snapshot.errors_of("python")
+        raise CudadoctorError(f"{option.strip()} {python} did not answer as a Python interpreter"
+                              + (f": {reason[0].detail}" if reason else ""))
 
 
 def checked_report(*, python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, host: Optional[Host] = None,
@@ -306,10 +334,8 @@ def checked_report(*, python: Optional[str] = None, timeout: float = DEFAULT_TIM
     if checks:
         _warm_checks()
     snapshot = collect(python=python, timeout=timeout, host=host)
-    if strict_python and python is not None and snapshot.python is None:
-        reason = snapshot.errors_of("python")
-        raise CudadoctorError(f"{option.strip()} {python} did not answer as a Python interpreter"
-                              + (f": {reason[0].detail}" if reason else ""))
+    if strict_python:
+        answered(snapshot, python, option)
     if smoke:
         from cudadoctor.reports.build import with_quick_smoke
 
@@ -370,7 +396,7 @@ def machine_target(matrix: Matrix, python: Optional[str], timeout: float, host: 
     version = python if python is not None and _PYTHON_VERSION.match(python) else None
     path = python if python is not None and version is None and looks_like_path(python) else None
     if path is not None:
-        checked_interpreter(path, host, option)
+        path = checked_interpreter(path, host, option)
     snapshot = collect(python=path, timeout=timeout, host=host, only=_INSTALL_PROBES)
     target = from_snapshot(snapshot, matrix)
     # neither a version nor a path ('three'): the planner's check says what a version looks like

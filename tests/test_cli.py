@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 import pytest
 
 from cudadoctor import __version__
+from cudadoctor.errors import CudadoctorError
 from helpers import cli
 
 TINY: Dict[str, Any] = {
@@ -132,3 +133,38 @@ def test_python_m_entry_point_and_broken_pipe() -> None:
     )
     assert proc.stdout.startswith("cudadoctor ")
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("folder", ["missing", "empty"])
+def test_data_folder_without_data_is_a_usage_error(folder: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 16, item 15: this was "internal error: DataError: manifest.json: file is missing", exit 3
+    path = tmp_path / folder
+    if folder == "empty":
+        path.mkdir()
+    code, out, err = cli(["--data", str(path), "check", "--no-smoke"], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.splitlines()[0] == f"cudadoctor: error: --data {path}: not a compat_data folder (" + (
+        "no such folder)" if folder == "missing" else "no manifest.json in it)")
+    assert "internal error" not in err
+
+
+def test_python_by_bare_name_resolves_like_a_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 16, item 17: `--python hang` with ./hang here said "hang not found" after the probes
+    from cudadoctor.api import checked_interpreter
+
+    hang = tmp_path / "hang"
+    hang.write_text("#!/bin/sh\nsleep 60\n")
+    hang.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    code, out, err = cli(["check", "--no-smoke", "--python", "hang"], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("cudadoctor: error: --python hang: not found on PATH\n"
+                   "  hint: to use the file hang in this folder, give ./hang\n")
+    name = Path(sys.executable).name
+    assert checked_interpreter(name, None) == str(Path(sys.executable).parent / name)
+    with pytest.raises(CudadoctorError, match="not found on PATH and no such file"):
+        checked_interpreter("no-such-python-anywhere", None)

@@ -170,3 +170,32 @@ def test_smoke_is_listed_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "smoke" in out
     code, out, err = cli(["smoke", "--help"], capsys)
     assert code == 0 and "--tier" in out and "--suite-path" not in out
+
+
+@pytest.mark.parametrize("body, words", [("echo 'not python'", "printed no usable facts"),
+                                         ("exec sleep 60", "timed out after")], ids=["not-python", "hangs"])
+def test_an_interpreter_that_does_not_answer_is_said_first(body: str, words: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 16, item 12: smoke ran every suite under it (365 s), then blamed the NVIDIA driver
+    import time
+
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\n" + body + "\n")
+    python.chmod(0o755)
+    start = time.monotonic()
+    code = run(["smoke", "--python", str(python)])
+    out, err = capsys.readouterr()
+    assert time.monotonic() - start < 30
+    assert code == 2 and out == ""
+    assert err.startswith(f"cudadoctor: error: --python {python} did not answer as a Python interpreter: ")
+    assert words in err and err.count("\n") == 1
+
+
+def test_the_api_says_it_too(tmp_path: Path) -> None:
+    import cudadoctor
+
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\necho 'not python'\n")
+    python.chmod(0o755)
+    with pytest.raises(CudadoctorError, match="did not answer as a Python interpreter"):
+        cudadoctor.smoke("driver", python=str(python))

@@ -20,7 +20,15 @@ from typing import Any, Dict, List, Optional, Sequence
 import pytest
 
 from cudadoctor import probes
-from cudadoctor.host import INTERPRETER_SCRIPT, CommandResult, InterpreterFacts, RealHost, run_command
+import cudadoctor.host as host_module
+from cudadoctor.host import (
+    INTERPRETER_SCRIPT,
+    CommandResult,
+    InterpreterError,
+    InterpreterFacts,
+    RealHost,
+    run_command,
+)
 from cudadoctor.model import ErrorKind, ProbeError, Snapshot
 from cudadoctor.probes import collect, probe_deadline
 from cudadoctor.probes.driver import SMI_BASIC_FIELDS, SMI_FIELDS
@@ -785,6 +793,35 @@ def test_run_command_invalid_utf8() -> None:
     result = run_command(["printf", "\\xff\\xfe ok \\xc3"], 2.0)
     assert result.ok
     assert result.stdout == "\ufffd\ufffd ok \ufffd"
+
+
+def test_run_command_keeps_at_most_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 16: an endless printer was kept whole (2.3 GB in 3.5 s); the rest is now read and dropped
+    monkeypatch.setattr(host_module, "MAX_OUTPUT_BYTES", 100_000)
+    result = run_command(["sh", "-c", "head -c 3000000 /dev/zero; echo tail >&2"], 10.0)
+    assert (result.ok, result.truncated) == (True, True)
+    assert len(result.stdout) == 100_000 and result.stderr == "tail\n"
+
+
+def test_run_command_endless_output_is_bounded_and_times_out() -> None:
+    start = time.monotonic()
+    result = run_command(["yes"], 1.0)
+    assert time.monotonic() - start < 5.0
+    assert (result.error, result.truncated) == ("timeout", True)
+    assert len(result.stdout) == host_module.MAX_OUTPUT_BYTES
+
+
+def test_run_command_short_output_is_not_truncated() -> None:
+    result = run_command(["sh", "-c", "echo out; echo err >&2"], 10.0)
+    assert (result.stdout, result.stderr, result.truncated) == ("out\n", "err\n", False)
+
+
+def test_an_interpreter_printing_megabytes_is_not_python(tmp_path: Any) -> None:
+    python = fake_python(tmp_path, "head -c 5000000 /dev/zero")
+    with pytest.raises(InterpreterError) as caught:
+        RealHost().interpreter(python, 20.0)
+    assert caught.value.kind == "bad_output"
+    assert str(caught.value) == f"{python} printed more than 4 MiB, not the facts of a Python interpreter"
 
 
 def test_run_command_killed_by_signal() -> None:

@@ -156,6 +156,18 @@ def test_a_file_that_cannot_be_executed_exits_126(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"cudadoctor: error: {script}: cannot execute: ".encode())
 
 
+def test_a_script_without_a_shebang_runs_under_sh_as_a_shell_does(tmp_path: Path) -> None:
+    # issue 16, item 17: posix_spawnp gives ENOEXEC, which cudadoctor reported as 126
+    script = tmp_path / "train"
+    script.write_text('echo "args: $*"\nexit 7\n')
+    script.chmod(0o755)
+    result = run(RUN + ["--", str(script), "a b", "c"])
+    assert (result.returncode, result.stdout, result.stderr) == (7, b"args: a b c\n", b"")
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"}
+    by_name = subprocess.run(RUN + ["--", "train"], capture_output=True, timeout=TIMEOUT, env=env)
+    assert (by_name.returncode, by_name.stdout) == (7, b"args: \n")
+
+
 def test_no_command_is_a_usage_error() -> None:
     result = run(RUN)
     assert result.returncode == 2

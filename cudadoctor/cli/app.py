@@ -9,7 +9,7 @@ from typing import List, Optional
 import click
 
 from cudadoctor.cli.handler import guarded
-from cudadoctor.errors import ExitCode
+from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.cli._version import line as version_line
 
 
@@ -42,8 +42,16 @@ class LazyGroup(click.Group):
 
 
 def _data_option(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
+    import os
+
     from cudadoctor.data.source import DataSource, use
 
+    # A folder the user names that holds no data is their mistake, said here in one line; found
+    # later by the matrix it read as a broken installation ("DataError ... please report it").
+    if value and not ctx.resilient_parsing and not os.path.isfile(os.path.join(value, "manifest.json")):
+        why = "no such folder" if not os.path.exists(value) else "no manifest.json in it"
+        raise CudadoctorError(f"--data {value}: not a compat_data folder ({why})",
+                              hint="give a folder holding compat_data (its manifest.json), or leave --data out")
     use(DataSource(value))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Optional, Tuple
 
 import click
@@ -48,13 +47,8 @@ def diagnose(file: Optional[str], facts_file: Optional[str], checks: Tuple[str, 
 
 
 def _read_json(path: str) -> Any:
-    """A JSON file, stdin for '-', or the JSON block of a Markdown report of `cudadoctor report`."""
-    from cudadoctor.api import parse_json, read_json
+    """A JSON file, stdin for '-', or the JSON block of a Markdown report of `cudadoctor report`:
+    through the one reader (size cap, encodings, newer formats refused)."""
+    from cudadoctor.api import read_json
 
-    if path != "-":
-        return read_json(path, markdown=True)
-    try:
-        text = sys.stdin.read()
-    except UnicodeDecodeError:
-        raise CudadoctorError(f"{path}: not a UTF-8 text file") from None
-    return parse_json(text, path, markdown=True)
+    return read_json(path, markdown=True)

@@ -28,6 +28,7 @@ __all__ = ["Checked", "explain"]
 LOG_TAIL = 16 * 1024 * 1024
 LOG_HEAD = 1024 * 1024
 CHUNK = 1024 * 1024
+LOG_MAX = 1 << 30  # an endless stream (a device, `yes`) is read this far, then its tail is explained
 
 
 @click.command()
@@ -74,7 +75,8 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
 def read_log(raw: Optional[BinaryIO], text_stream: Optional[TextIO] = None) -> Tuple[str, int]:
     """(the log's text, how many bytes of its middle were left out). A log of any length: its
     first LOG_HEAD and last LOG_TAIL bytes are kept. A regular file is read from both ends by
-    seeking, a pipe chunk by chunk with only the tail kept in memory."""
+    seeking, a pipe chunk by chunk with only the tail kept in memory, up to LOG_MAX bytes (a stream
+    that does not end is cut there)."""
     if raw is None:  # a text stream without bytes underneath (tests, IDEs)
         assert text_stream is not None
         data = text_stream.read(LOG_HEAD + LOG_TAIL + 1).encode("utf-8", "replace")
@@ -90,10 +92,12 @@ def read_log(raw: Optional[BinaryIO], text_stream: Optional[TextIO] = None) -> T
     head = raw.read(LOG_HEAD)
     tail: Deque[bytes] = collections.deque()
     kept = left_out = 0
-    while True:
+    total = len(head)
+    while total < LOG_MAX:
         chunk = raw.read(CHUNK)
         if not chunk:
             break
+        total += len(chunk)
         tail.append(chunk)
         kept += len(chunk)
         while kept - len(tail[0]) >= LOG_TAIL:

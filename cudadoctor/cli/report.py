@@ -78,14 +78,16 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
 
 def _write(path: str, text: str) -> None:
     """Write atomically, creating the folder: on a cluster, a summary that reads the folder while
-    nodes still write sees whole reports only."""
-    from cudadoctor.host.files import write_atomically
+    nodes still write sees whole reports only. /dev/stdout, /dev/null, a terminal or a named pipe
+    being read are written into as a shell's ``>`` would; a device or pipe is never replaced by a
+    file, and a pipe nobody reads is an error rather than a hang."""
+    from cudadoctor.host.files import write_output
 
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise CudadoctorError(f"-o {path}: {folder} is not a folder")
     try:
-        write_atomically(path, text, shared=True)
+        write_output(path, text, shared=True)
     except OSError as exc:
         raise CudadoctorError(f"-o {path}: {exc.strerror or exc}") from None
 

@@ -66,7 +66,7 @@ def smoke(suites: Tuple[str, ...], tier: str, gpu: Optional[str], duration: Opti
           python: Optional[str], suite_paths: Tuple[str, ...], as_json: bool, fmt: Optional[str], verbose: bool,
           color: Optional[bool], fail_on: str) -> int:
     """Run small real workloads on the GPUs (each suite in its own process) and diagnose with the outcome."""
-    from cudadoctor.api import checked_interpreter, collect, diagnose, make_report
+    from cudadoctor.api import answered, checked_interpreter, collect, diagnose, make_report
     from cudadoctor.smoke import SUITES
     from cudadoctor.smoke.runner import expectations, run_suite
 
@@ -78,7 +78,11 @@ def smoke(suites: Tuple[str, ...], tier: str, gpu: Optional[str], duration: Opti
     seconds = parse_duration(duration) if duration is not None else None
     if seconds is not None and tier != "stress":
         raise CudadoctorError("--duration applies to the stress tier", hint="add --tier stress")
-    snapshot = collect(python=checked_interpreter(python, None, "--python "))
+    python = checked_interpreter(python, None, "--python ")  # a bare name resolved on PATH
+    snapshot = collect(python=python)
+    # As `check` does: an interpreter that hangs or is not Python is said in seconds, not after
+    # every suite ran into it and the driver got the blame (issue 16).
+    answered(snapshot, python, "--python ")
     target = python or (snapshot.python.executable if snapshot.python and snapshot.python.executable else None)
     chosen = list(dict.fromkeys(suites)) or default_suites(snapshot)
     results = []

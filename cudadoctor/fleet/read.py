@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.fleet.record import NodeRecord, Result, Unreadable, extract
-from cudadoctor.model.reader import ReadError, decode, parse
+from cudadoctor.model.reader import ReadError, decode, parse, read_document
 
 SUFFIXES = (".json", ".md")
 PARALLEL_MIN = 2000  # files: below this, one process is faster than starting workers
@@ -78,20 +78,19 @@ def parse_file(path: str) -> Tuple[Any, Optional[str]]:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None, "not a regular file"
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_document(path)  # capped: a report is never near 64 MiB
     except OSError as exc:
         return None, f"cannot read it: {exc.strerror or exc}"
+    except ReadError as exc:
+        return None, exc.describe() if exc.kind != "os" else f"cannot read it: {exc.detail}"
     if not raw.strip():
         return None, "empty file"
     try:
         return parse(decode(raw)), None
     except ReadError as exc:
-        if exc.kind == "encoding":
-            return None, "not a UTF-8 text file"
         if exc.kind == "json":
             return None, f"not JSON ({exc.detail})"
-        return None, f"not usable JSON ({exc.detail})"
+        return None, exc.describe()
 
 
 Packed = Tuple[Any, ...]

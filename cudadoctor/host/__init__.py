@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_READ_BYTES = 4 * 1024 * 1024  # no file we read legitimately is larger
+# What is kept of a command's stdout and of its stderr. The rest is read and dropped (the command
+# must not block on a full pipe): an interpreter given as --python that runs `yes` filled 2.3 GB in
+# 3.5 s (issue 16). nvidia-smi -q on a node of 8 GPUs prints about 100 KB.
+MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class CommandResult:
     stderr: str = ""
     duration_s: float = 0.0
     error: Optional[str] = None  # not_found | timeout | permission | error
+    truncated: bool = False  # stdout or stderr went past MAX_OUTPUT_BYTES: only the start is kept
 
     @property
     def ok(self) -> bool:
@@ -296,6 +301,10 @@ class RealHost:
             return interpreter_facts_from_json(json.loads(scope["out"]), is_current=True)
         # -I: a json.py in the current directory or PYTHONPATH must not answer for the stdlib.
         result = self.run([executable, "-I", "-c", INTERPRETER_SCRIPT], timeout)
+        if result.truncated:
+            # The facts are one line of a few KB: megabytes of output are not a Python answering.
+            raise InterpreterError(f"{executable} printed more than {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB, "
+                                   "not the facts of a Python interpreter", kind="bad_output")
         if not result.ok:
             raise InterpreterError(result.describe(), kind=result.error or "error")
         try:
@@ -368,25 +377,77 @@ def run_command(argv: Sequence[str], timeout: float) -> CommandResult:
         return CommandResult(argv, error="permission", duration_s=time.monotonic() - start)
     except OSError as exc:
         return CommandResult(argv, error="error", stderr=str(exc), duration_s=time.monotonic() - start)
+    drains = [_Drain(proc.stdout), _Drain(proc.stderr)]
+    deadline = start + timeout
+    timed_out = False
     try:
-        out, err = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        timed_out = True
         _kill_group(proc)
         try:
-            out, err = proc.communicate(timeout=1.0)
-        except (subprocess.TimeoutExpired, ValueError):
-            out, err = b"", b""
-        return CommandResult(
-            argv, stdout=decode(out or b""), stderr=decode(err or b""),
-            duration_s=timeout, error="timeout",
-        )
+            proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+    for drain in drains:
+        # A helper the command left running may hold its pipes open: wait for the output until the
+        # deadline (a second more after a timeout), then take what came.
+        drain.thread.join(max(0.0, deadline - time.monotonic()) + (1.0 if timed_out else 0.0))
+    if any(d.thread.is_alive() for d in drains) and not timed_out:
+        _kill_group(proc)
+        for drain in drains:
+            drain.thread.join(1.0)
+    out, err = (b"".join(d.chunks) for d in drains)
+    truncated = any(d.truncated for d in drains)
+    if timed_out:
+        return CommandResult(argv, stdout=decode(out), stderr=decode(err), duration_s=timeout, error="timeout",
+                             truncated=truncated)
     return CommandResult(
         argv,
         returncode=proc.returncode,
         stdout=decode(out),
         stderr=decode(err),
         duration_s=time.monotonic() - start,
+        truncated=truncated,
     )
+
+
+class _Drain:
+    """Reads a pipe to its end on a thread, keeping the first :data:`MAX_OUTPUT_BYTES`."""
+
+    def __init__(self, pipe: Optional[Any]) -> None:
+        import threading
+
+        self.pipe = pipe
+        self.chunks: List[bytes] = []
+        self.kept = 0
+        self.truncated = False
+        self.thread = threading.Thread(target=self._run, name="cudadoctor-pipe", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        if self.pipe is None:
+            return
+        fd = self.pipe.fileno()
+        try:
+            while True:
+                chunk = os.read(fd, 64 * 1024)
+                if not chunk:
+                    break
+                room = MAX_OUTPUT_BYTES - self.kept
+                if len(chunk) > room:
+                    self.truncated = True
+                    chunk = chunk[:room]
+                if chunk:
+                    self.chunks.append(chunk)
+                    self.kept += len(chunk)
+        except OSError:
+            pass
+        finally:
+            try:
+                self.pipe.close()
+            except OSError:
+                pass
 
 
 def _kill_group(proc: "subprocess.Popen[bytes]") -> None:

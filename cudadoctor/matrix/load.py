@@ -36,13 +36,21 @@ class Manifest:
 
 
 def read_json(directory: str, name: str) -> Any:
+    # Through the documents' reader: a data folder may come from anyone (`data validate DIR`,
+    # --data DIR), and a manifest.json that is /dev/zero or a named pipe must neither exhaust the
+    # memory nor block (issue 16).
+    from cudadoctor.model.reader import ReadError, read_document
+
     path = os.path.join(directory, name)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise DataError(name, ["file is missing"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = read_document(path)
+    except ReadError as exc:
+        if exc.kind == "os" and not os.path.lexists(path):
+            raise DataError(name, ["file is missing"]) from None
+        raise DataError(name, [f"cannot be read: {exc.describe()}"]) from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise DataError(name, [f"cannot be read: {exc}"]) from None
     except json.JSONDecodeError as exc:
         raise DataError(name, [f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"]) from None

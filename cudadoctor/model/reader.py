@@ -3,36 +3,155 @@
 then into the parts of a :class:`~cudadoctor.model.Report`.
 
 ``diagnose``, ``diff``, ``fleet summarize``, the API and the pytest plugin all read through here,
-so a file reads the same way everywhere. Failures raise :class:`ReadError`, whose ``kind`` and
-``detail`` let each command word the one line it prints.
+so a file reads the same way everywhere: the same size cap, the same encodings (UTF-8 with or
+without a byte-order mark, UTF-16 with one), the same refusal of a report written by a newer
+cudadoctor. Failures raise :class:`ReadError`, whose ``kind`` and ``detail`` let each command word
+the one line it prints.
 """
 
 from __future__ import annotations
 
+import codecs
+import errno
 import json
-import re
-from typing import Any, Dict, Optional, Sequence, Tuple
+import os
+import stat
+import sys
+from bisect import bisect_right
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from cudadoctor.model import Finding, Snapshot
-from cudadoctor.model.serialize import ENVELOPE_FORMAT, from_jsonable, snapshot_from_dict
+from cudadoctor.model.serialize import ENVELOPE_FORMAT, from_jsonable, newer_format, snapshot_from_dict
 
-# A fenced ```json block of a Markdown report.
-FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*json[ \t]*\r?\n(.*?)^\1[ \t]*\r?$", re.MULTILINE | re.DOTALL)
+# A report of a large cluster node is a few hundred KB; a document fifty times larger is not one,
+# and reading /dev/zero or `yes |` without a cap ran out of memory (issue 16). JSON parsed into
+# Python objects takes up to twenty times its size: 16 MiB keeps that under a few hundred MB.
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+MAX_DOCUMENT_TEXT = "16 MiB"
+_CHUNK = 1024 * 1024
 
 
 class ReadError(ValueError):
     """Why a document cannot be read: ``kind`` is ``encoding`` (not UTF-8), ``json`` (not JSON;
-    ``detail`` has the line and column) or ``unusable`` (nested too deeply, a number too long)."""
+    ``detail`` has the line and column), ``unusable`` (nested too deeply, a number too long),
+    ``os`` (it cannot be opened or read; ``detail`` says why), ``not_file`` (a folder),
+    ``too_large`` (over :data:`MAX_DOCUMENT_BYTES`) or ``closed`` (stdin is closed)."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
         self.detail = detail
 
+    def describe(self) -> str:
+        """The reason in words, for the line a command prints after the file's name."""
+        if self.kind == "encoding":
+            return "not a UTF-8 text file"
+        if self.kind == "json":
+            return f"not valid JSON ({self.detail})"
+        if self.kind == "unusable":
+            return f"not usable JSON ({self.detail})" if self.detail else "not usable JSON"
+        if self.kind == "too_large":
+            return f"larger than {MAX_DOCUMENT_TEXT}, the most cudadoctor reads"
+        if self.kind == "closed":
+            return "stdin is closed: nothing to read"
+        return self.detail or self.kind
+
+
+def read_document(path: str) -> bytes:
+    """The bytes of the document at ``path`` (``-``: stdin), at most :data:`MAX_DOCUMENT_BYTES`.
+
+    A regular file is read as it is. A named pipe or a device (``/dev/stdin``, ``<(...)``) is read
+    too, but opened without blocking, so a pipe nobody writes to reads as empty instead of waiting
+    for ever; /dev/zero or an endless stream stops at the cap. A folder, a socket, a file that
+    cannot be opened or a closed stdin raise :class:`ReadError`."""
+    if path == "-":
+        stream = _stdin()
+        return _read_capped(stream)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    if stat.S_ISDIR(mode):
+        raise ReadError("not_file", "is a folder, not a report file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        raise ReadError("not_file", "not a regular file")
+    if stat.S_ISREG(mode) and os.stat(path).st_size > MAX_DOCUMENT_BYTES:
+        raise ReadError("too_large")  # said before reading any of it
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    try:
+        if not stat.S_ISREG(mode):
+            # Opening without blocking is what matters; reading blocks again, so that a pipe whose
+            # writer is still working is read to its end.
+            os.set_blocking(fd, True)
+        with open(fd, "rb", buffering=0, closefd=False) as fh:
+            return _read_capped(fh)
+    except OSError as exc:
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _stdin() -> Any:
+    """stdin as bytes, or as text where it has no bytes underneath (a test's StringIO, an
+    embedding application's stream); ReadError when it is closed (``<&-``)."""
+    stream = sys.stdin
+    if stream is None:  # Python starts with sys.stdin None when descriptor 0 is closed
+        raise ReadError("closed")
+    try:
+        if stream.closed:
+            raise ReadError("closed")
+    except (AttributeError, ValueError):
+        pass
+    return getattr(stream, "buffer", stream)
+
+
+def _read_capped(stream: Any) -> bytes:
+    """Up to :data:`MAX_DOCUMENT_BYTES` from ``stream``; ReadError ``too_large`` past it."""
+    chunks: List[bytes] = []
+    total = 0
+    try:
+        while total <= MAX_DOCUMENT_BYTES:
+            chunk = stream.read(min(_CHUNK, MAX_DOCUMENT_BYTES + 1 - total))
+            if not chunk:
+                break
+            if isinstance(chunk, str):  # a text stream: counted in UTF-8 bytes, as a file would be
+                chunk = chunk.encode("utf-8", "surrogateescape")
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        if exc.errno == errno.EBADF:  # descriptor 0 closed (`<&-`) under a stream Python made anyway
+            raise ReadError("closed") from None
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    except ValueError:  # a closed file object
+        raise ReadError("closed") from None
+    if total > MAX_DOCUMENT_BYTES:
+        raise ReadError("too_large")
+    return b"".join(chunks)
+
+
+def load(path: str, markdown: bool = True) -> Any:
+    """The JSON value of the document at ``path`` (``-``: stdin): read with the cap, decoded and
+    parsed, a Markdown report standing for its JSON block. Raises :class:`ReadError`."""
+    raw = read_document(path)
+    if not raw.strip():  # also a pipe nobody writes to
+        raise ReadError("json", "it is empty")
+    value = parse(decode(raw), markdown)
+    newer = newer_format(value)
+    if newer is not None:
+        raise ReadError("newer", newer)
+    return value
+
 
 def decode(raw: bytes) -> str:
-    """UTF-8 text; a byte-order mark is not an error."""
+    """UTF-8 text; a byte-order mark is not an error, and one of UTF-16 (what Windows PowerShell's
+    ``>`` writes) says how to decode the rest."""
     try:
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not raw.startswith(codecs.BOM_UTF32_LE):
+            return raw.decode("utf-16")
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ReadError("encoding") from None
@@ -47,21 +166,66 @@ def parse(text: str, markdown: bool = True) -> Any:
         if embedded is not None:
             return embedded
         raise ReadError("json", f"line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except (RecursionError, ValueError) as exc:
+    except (RecursionError, ValueError, MemoryError) as exc:
         raise ReadError("unusable", type(exc).__name__) from None
 
 
 def extract_json(markdown: str) -> Optional[str]:
     """The text of the last ```json block of a Markdown report that parses as a JSON object, or
     None: what a maintainer feeds to ``cudadoctor diagnose``."""
-    for match in reversed(list(FENCE.finditer(markdown))):
+    for block in reversed(list(json_blocks(markdown))):
         try:
-            value = json.loads(match.group(2))
+            value = json.loads(block)
         except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
-            return str(match.group(2))
+            return block
     return None
+
+
+def _fence(line: str) -> Tuple[str, str]:
+    """(the run of backticks or tildes a line starts with, the rest of the line), or ("", line)."""
+    if not line.startswith(("```", "~~~")):
+        return "", line
+    mark = line[0]
+    end = len(line) - len(line.lstrip(mark))
+    return line[:end], line[end:]
+
+
+def json_blocks(markdown: str) -> Iterator[str]:
+    """The text of each fenced ```json (or ~~~json) block, in order: an opening line of three or
+    more backticks or tildes and ``json``, up to the first line of the same fence alone.
+
+    A line scanner, linear in the text: a regular expression with a back-reference to the fence
+    rescanned the rest of the text from every unclosed opening line, and 256 KB of them took
+    39 s (issue 16)."""
+    starts: List[int] = []  # offset of each line
+    openers: List[Tuple[int, str]] = []  # (line index, fence) of each opening line
+    closers: Dict[str, List[int]] = {}  # fence -> line indexes of the lines that close it
+    offset = 0
+    lines = markdown.split("\n")
+    for index, line in enumerate(lines):
+        starts.append(offset)
+        offset += len(line) + 1
+        fence, rest = _fence(line[:-1] if line.endswith("\r") else line)
+        if not fence:
+            continue
+        rest = rest.strip(" \t")
+        if rest == "":
+            closers.setdefault(fence, []).append(index)
+        elif rest == "json" and index + 1 < len(lines):  # an opening line ends with a newline
+            openers.append((index, fence))
+    after = -1  # blocks do not overlap: the next one opens after the last one closed
+    for index, fence in openers:
+        if index <= after:
+            continue
+        candidates = closers.get(fence, [])
+        found = bisect_right(candidates, index)
+        if found == len(candidates):
+            continue
+        close = candidates[found]
+        yield markdown[starts[index + 1]:starts[close]]
+        after = close
 
 
 def markdown_json(text: str) -> Any:

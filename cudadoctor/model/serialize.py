@@ -12,7 +12,7 @@ import enum
 import json
 import sys
 import typing
-from typing import Any, Dict, Mapping, Type, TypeVar
+from typing import Any, Dict, Mapping, Optional, Type, TypeVar
 
 from cudadoctor.model import SCHEMA_VERSION, Snapshot
 
@@ -48,12 +48,29 @@ def snapshot_to_json(snapshot: Snapshot, indent: int | None = 2) -> str:
 
 
 ENVELOPE_FORMAT = "cudadoctor.report"
+ENVELOPE_VERSION = 1  # the report envelope's format_version this cudadoctor writes and reads
+
+
+def newer_format(data: Any) -> Optional[str]:
+    """Why a report envelope cannot be read when a newer cudadoctor wrote it, else None: its
+    meaning may have changed, and reading it as today's would say "no problems" about facts this
+    one does not understand (``fleet summarize`` says the same)."""
+    if not isinstance(data, Mapping) or data.get("format") != ENVELOPE_FORMAT:
+        return None
+    version = data.get("format_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > ENVELOPE_VERSION:
+        return (f"written by a newer cudadoctor (format_version {version}; this one reads {ENVELOPE_VERSION}): "
+                "upgrade cudadoctor")
+    return None
 
 
 def snapshot_from_dict(data: Any) -> Snapshot:
     """Load a (possibly partial) snapshot dict, or the snapshot inside a report envelope."""
     if not isinstance(data, Mapping):
         raise SnapshotError("a snapshot must be a JSON object")
+    newer = newer_format(data)
+    if newer is not None:
+        raise SnapshotError(newer)
     if data.get("format") == ENVELOPE_FORMAT and "snapshot" in data:
         return snapshot_from_dict(data["snapshot"])
     version = data.get("schema_version", SCHEMA_VERSION)

@@ -33,7 +33,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms to import; the annotations are strings anyway
     import signal
-    from typing import Dict, List, NoReturn, Optional, Sequence, Set, Tuple, Union
+    from typing import Any, Dict, List, NoReturn, Optional, Sequence, Set, Tuple, Union
 else:
     try:  # the C module under `signal`, loaded at start-up: `signal` adds 0.7 ms of enum classes
         import _signal as signal
@@ -219,9 +219,7 @@ def run_command(command: Sequence[str]) -> Tuple[Optional[int], Capture]:
     try:
         read_fd, write_fd, is_pty = _stderr_channel()
         try:
-            pid = os.posix_spawnp(command[0], list(command), os.environ,
-                                  file_actions=[(os.POSIX_SPAWN_DUP2, write_fd, 2)], setsigmask=old_mask,
-                                  setsigdef=[getattr(signal, n) for n in RESTORED if hasattr(signal, n)])
+            pid = _spawn(command, write_fd, old_mask)
         except OSError as exc:
             os.close(read_fd)
             capture.start_error_status = _start_error(command[0], exc) << 8
@@ -241,6 +239,33 @@ def run_command(command: Sequence[str]) -> Tuple[Optional[int], Capture]:
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     return status, capture
+
+
+def _spawn(command: Sequence[str], stderr_fd: int, mask: Any) -> int:
+    """Start ``command`` with ``stderr_fd`` as its stderr and the signal mask ``mask``. A file the
+    kernel will not execute (ENOEXEC: a script without a ``#!`` line) is run by /bin/sh, as every
+    shell does (POSIX, "Command Search and Execution"); posix_spawnp does not."""
+    import errno
+
+    def spawn(argv: Sequence[str]) -> int:
+        return os.posix_spawnp(argv[0], list(argv), os.environ,
+                               file_actions=[(os.POSIX_SPAWN_DUP2, stderr_fd, 2)], setsigmask=mask,
+                               setsigdef=[getattr(signal, n) for n in RESTORED if hasattr(signal, n)])
+
+    try:
+        return spawn(command)
+    except OSError as exc:
+        if exc.errno != errno.ENOEXEC:
+            raise
+        from cudadoctor.host import which
+
+        path = command[0] if "/" in command[0] else which(command[0], os.environ.get("PATH", os.defpath))
+        if path is None or not os.path.isfile("/bin/sh"):
+            raise
+        try:
+            return spawn(["/bin/sh", path, *command[1:]])
+        except OSError:
+            raise exc from None
 
 
 def _forwardable() -> List[int]:

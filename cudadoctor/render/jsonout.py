@@ -7,9 +7,9 @@ from typing import Any, Dict, TextIO
 
 from cudadoctor.model import Report
 from cudadoctor.model.printable import json_printable
-from cudadoctor.model.serialize import ENVELOPE_FORMAT, snapshot_to_dict, to_jsonable
+from cudadoctor.model.serialize import ENVELOPE_FORMAT, ENVELOPE_VERSION, snapshot_to_dict, to_jsonable
 
-ENVELOPE_VERSION = 1
+__all__ = ["ENVELOPE_VERSION", "envelope", "render_json"]  # the version lives with the reader, which refuses newer ones
 
 
 def envelope(report: Report) -> Dict[str, Any]:
