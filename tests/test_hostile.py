@@ -192,8 +192,6 @@ def test_stdin_closed(tmp_path: Path) -> None:
     _assert_one_line_error(result.returncode, result.stdout.decode(), err)
 
 
-@pytest.mark.xfail(reason="issue 16, item 8 (terminal escapes shown escaped) is fixed in another branch",
-                   strict=False)
 @pytest.mark.parametrize("reader", ["diagnose FILE", "diff A B"])
 def test_escapes_in_values_are_not_printed_raw(reader: str, tmp_path: Path, good_report: Dict[str, Any]) -> None:
     good = tmp_path / "good.json"
