@@ -33,7 +33,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from cudadoctor.version import __version__
 from cudadoctor.data.location import shipped_data_dir, shipped_origin
 from cudadoctor.matrix.load import SCHEMA_VERSION, DataError, read_manifest
-from cudadoctor.model.printable import printable
 
 ENV_HOME = "CUDADOCTOR_DATA_HOME"  # overrides user_data_dir() (tests, sandboxes)
 ENV_DATA_DIR = "CUDADOCTOR_DATA_DIR"  # use this compat_data folder, whatever else there is
@@ -58,6 +57,10 @@ class StoreError(Exception):
     """The store cannot do what was asked; the message says why in one line (escaped)."""
 
     def __init__(self, message: str) -> None:
+        # here, not at the top: importing cudadoctor.model builds its dataclasses, and `--version`
+        # reads the store without needing them
+        from cudadoctor.model.printable import printable
+
         super().__init__(printable(message))
 
 
