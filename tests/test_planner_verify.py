@@ -153,6 +153,22 @@ def test_json_page_finds_the_wheel_and_pins_match_local_versions(index: FakeInde
     assert (result.python, result.platform) == ("cp311", "linux_x86_64")
 
 
+def test_a_series_pin_resolves_to_its_newest_release_with_a_wheel_here(index: FakeIndex) -> None:
+    # plans pin a series where the data names only the series (cupy-cuda12x==15.*): --verify
+    # resolves it against the index as pip would, instead of leaving it unchecked
+    result = verify([("torch", "2.5.*"), ("torch", "2.4.*")], index.url, "3.11", "linux-x86_64")
+    newest, older = result.packages
+    assert result.ok and newest.wheel is not None and older.wheel is not None
+    assert newest.wheel.filename == "torch-2.5.1+cu124-cp311-cp311-linux_x86_64.whl"
+    assert older.wheel.filename == "torch-2.4.1+cu124-cp311-cp311-linux_x86_64.whl"
+
+
+def test_a_series_the_index_does_not_serve_is_said(index: FakeIndex) -> None:
+    (torch,) = verify([("torch", "2.6.*")], index.url, "3.11", "linux-x86_64").packages
+    assert torch.status == WheelStatus.NO_VERSION
+    assert torch.reason is not None and torch.reason.startswith("no torch 2.6.* wheel on ")
+
+
 def test_html_only_page_is_read_with_percent_encoded_hrefs(index: FakeIndex) -> None:
     result = verify([("TorchVision", "0.20.1")], index.url, "3.12", "linux-x86_64")
     (vision,) = result.packages

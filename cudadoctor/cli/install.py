@@ -93,7 +93,7 @@ def _verify(matrix: Matrix, result: Any, timeout: float) -> Any:
         url, mode = index_for(r.plan, result.index_url)
         if mode == "find-links" or not url:
             url = result.index_url or (pypi.url() if pypi is not None else None)
-        pins = [(p.name, p.version) for p in r.plan.pins if p.exact]
+        pins = [(p.name, p.version) for p in r.plan.pins]  # a series (15.*) resolves to its newest release
         if url and pins:
             out[r.name] = verify(pins, url, result.target.python, result.target.platform, timeout)
     return out

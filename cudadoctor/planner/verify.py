@@ -1,6 +1,7 @@
 """``install --verify``: ask the package index whether it really serves the planned wheels.
 
-For each (name, exact version) of a plan, :func:`verify` fetches the project's page from the
+For each (name, version) of a plan (an exact version, or a release series such as ``15.*``,
+resolved to the newest release the index serves), :func:`verify` fetches the project's page from the
 simple repository API, in JSON (PEP 691) when the index offers it and in HTML (PEP 503)
 otherwise, and looks for a wheel of that version whose tags this Python and platform accept
 (rules in :mod:`cudadoctor.planner.wheel_tags`). A plan that pins ``torch==2.5.1`` matches PyTorch's
@@ -25,7 +26,7 @@ import posixpath
 import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -152,7 +153,10 @@ def verify(
     return VerifyResult(ok, shown, target.interpreter, target.platform_label, tuple(verdicts), error)
 
 
-def _check(index: _Index, name: str, version: str, pin: Version, target: TagTarget) -> PackageVerdict:
+Pinned = Union[Version, SpecifierSet]  # '2.5.1', or a series '15.*' (==15.*)
+
+
+def _check(index: _Index, name: str, version: str, pin: Pinned, target: TagTarget) -> PackageVerdict:
     """One package's verdict. Raises _IndexFailure."""
     try:
         files = index.files(name)
@@ -161,19 +165,23 @@ def _check(index: _Index, name: str, version: str, pin: Version, target: TagTarg
     return _match(name, version, pin, files, target, index.shown)
 
 
-def _read_pin(name: str, version: str) -> Version:
+def _read_pin(name: str, version: str) -> Pinned:
+    """An exact version, or a release series ('15.*', '0.11.*': a plan's pin where the data names
+    the series only), which the index resolves to its newest matching release."""
     try:
-        return Version(version)
-    except InvalidVersion:
+        return SpecifierSet(f"=={version}") if version.endswith(".*") else Version(version)
+    except (InvalidVersion, InvalidSpecifier):
         raise CudadoctorError(f"cannot verify {name}=={version}: not a PEP 440 version") from None
 
 
 # --------------------------------------------------------------------------- matching
 
 
-def _version_matches(have: Version, pin: Version) -> bool:
+def _version_matches(have: Version, pin: Pinned) -> bool:
     """PEP 440 '==': a pin without a local label matches any local label (2.5.1 ~ 2.5.1+cu124);
-    a pin with one matches only that label."""
+    a pin with one matches only that label; a series matches its final releases ('15.*': 15.0.1)."""
+    if isinstance(pin, SpecifierSet):
+        return pin.contains(Version(have.public), prereleases=False)
     return have == pin if pin.local is not None else Version(have.public) == pin
 
 
@@ -186,7 +194,7 @@ def _requires_python_ok(spec: Optional[str], target: TagTarget) -> bool:
         return True  # pip ignores a requires-python it cannot read
 
 
-def _match(name: str, version: str, pin: Version, files: List[_File], target: TagTarget, shown: str) -> PackageVerdict:
+def _match(name: str, version: str, pin: Pinned, files: List[_File], target: TagTarget, shown: str) -> PackageVerdict:
     project = normalize_name(name)
     wheels = [(f, w) for f in files for w in [parse_wheel_filename(f.filename)] if w and w.project == project]
     same = [(f, w) for f, w in wheels if _version_matches(w.version, pin)]
