@@ -108,7 +108,7 @@ PROFILES = (
     Profile("aarch64-r550", "torch --platform linux-aarch64 --driver 550.54.14 --cc 9.0 --python 3.12",
             ("torch 2.14.1+cu126",)),
     Profile("cupy-aarch64", "cupy --platform linux-aarch64 --driver 580.65.06 --cc 9.0 --python 3.12",
-            ("cupy 15.* (cupy-cuda13x)",)),
+            ("cupy 14.* (cupy-cuda13x)",)),
     # forced CUDA, kept version, unknowns
     Profile("cuda-12.6", "torch --driver 580.65.06 --cc 8.9 --python 3.12 --cuda 12.6", ("torch 2.14.1+cu126",)),
     Profile("cuda-11.8", "torch --driver 580.65.06 --cc 8.9 --python 3.12 --cuda 11.8", ("torch 2.7.1+cu118",)),
@@ -123,14 +123,14 @@ PROFILES = (
     Profile("jax-cuda13", "jax --driver 580.65.06 --cc 9.0 --python 3.12", ("jax 0.11.* (cuda13)",)),
     Profile("jax-r575", "jax --driver 575.57.08 --cc 9.0 --python 3.12", ("jax 0.11.* (cuda12)",)),
     Profile("jax-pascal", "jax --driver 580.65.06 --cc 6.1 --python 3.12", ("jax 0.11.* (cuda12)",)),
-    Profile("cupy-r535", "cupy --driver 535.104.05 --cc 8.9 --python 3.11", ("cupy 15.* (cupy-cuda12x)",)),
+    Profile("cupy-r535", "cupy --driver 535.104.05 --cc 8.9 --python 3.11", ("cupy 14.* (cupy-cuda12x)",)),
     Profile("ort-r470", "onnxruntime-gpu --driver 470.82.01 --cc 8.6 --python 3.10", ("onnxruntime-gpu 1.18.* (CUDA 11)",)),
     Profile("ort-r580", "onnxruntime-gpu --driver 580.65.06 --cc 8.9 --python 3.12", ("onnxruntime-gpu 1.27.* (CUDA 13)",)),
     # several packages share the CUDA major
     Profile("stack-cuda13", "torch cupy jax --driver 580.65.06 --cc 9.0 --python 3.12",
-            ("torch 2.15.0+cu130", "cupy 15.* (cupy-cuda13x)", "jax 0.11.* (cuda13)")),
+            ("torch 2.15.0+cu130", "cupy 14.* (cupy-cuda13x)", "jax 0.11.* (cuda13)")),
     Profile("stack-cuda-12.6", "torch cupy --driver 580.65.06 --cc 9.0 --python 3.12 --cuda 12.6",
-            ("torch 2.14.1+cu126", "cupy 15.* (cupy-cuda12x)")),
+            ("torch 2.14.1+cu126", "cupy 14.* (cupy-cuda12x)")),
 )
 
 
@@ -302,7 +302,7 @@ def test_cupy_of_another_cuda_major_goes_first(m: Matrix) -> None:
                     python="3.11")
     r = plan_install(m, t, ["cupy"], manager="uv").results[0]
     assert r.steps is not None
-    assert r.steps.commands == ("uv pip uninstall cupy-cuda11x", 'uv pip install "cupy-cuda12x==15.*"')
+    assert r.steps.commands == ("uv pip uninstall cupy-cuda11x", 'uv pip install "cupy-cuda12x==14.*"')
 
 
 def test_the_cpu_onnxruntime_goes_before_onnxruntime_gpu(m: Matrix) -> None:
@@ -481,7 +481,7 @@ def test_no_cuda13_build_is_planned_for_a_gpu_below_sm75(package: str, build: st
 def test_cupy_says_why_its_cuda13_build_was_passed_over(capsys: pytest.CaptureFixture[str]) -> None:
     run(["install", "cupy", "--gpu", "GTX 1080", "--driver", "580.65.06"])
     out = capsys.readouterr().out
-    assert ("the builds for a newer CUDA were passed over (cupy 15.* (cupy-cuda13x): needs compute capability "
+    assert ("the builds for a newer CUDA were passed over (cupy 14.* (cupy-cuda13x): needs compute capability "
             ">= 7.5 (not 6.1))  [toolkit_archs.json (CUDA 13)]") in out
 
 

@@ -154,7 +154,7 @@ def test_json_page_finds_the_wheel_and_pins_match_local_versions(index: FakeInde
 
 
 def test_a_series_pin_resolves_to_its_newest_release_with_a_wheel_here(index: FakeIndex) -> None:
-    # plans pin a series where the data names only the series (cupy-cuda12x==15.*): --verify
+    # plans pin a series where the data names only the series (cupy-cuda12x==14.*): --verify
     # resolves it against the index as pip would, instead of leaving it unchecked
     result = verify([("torch", "2.5.*"), ("torch", "2.4.*")], index.url, "3.11", "linux-x86_64")
     newest, older = result.packages
