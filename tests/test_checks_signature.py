@@ -225,3 +225,10 @@ def test_an_unknown_fact_names_the_command_that_would_tell() -> None:
     snap = snapshot_from_facts({"torch_version": "2.5.1+cu124", "error_message": NO_DRIVER})
     verdict = {v.category: v for v in judge(snap, NO_DRIVER)}[Category.NO_DRIVER]
     assert verdict.verdict == CANNOT_TELL and "(run: nvidia-smi" in verdict.reason
+
+
+def test_out_of_memory_is_a_category_of_its_own() -> None:
+    text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.70 GiB."
+    assert categories(text)[0] is Category.OUT_OF_MEMORY
+    first = judge(machine("h200-driver580-torch211-cu130", text), text)[0]
+    assert (first.category, first.verdict) == (Category.OUT_OF_MEMORY, CANNOT_TELL)

@@ -42,8 +42,7 @@ def test_case_is_well_formed(path: Path) -> None:
     if path.parent.name == "healthy":
         assert case["category"] == "healthy"
     else:
-        # out_of_memory is in DESIGN.md's vocabulary; the model's Category gains it with the text intake
-        assert case["category"] in {c.value for c in Category} | {"out_of_memory"}, case["category"]
+        assert case["category"] in {c.value for c in Category}, case["category"]
     blocks: List[str] = case.get("blocks", [])
     assert set(blocks) <= BLOCKS, set(blocks) - BLOCKS
 

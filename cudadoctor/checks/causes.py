@@ -45,6 +45,7 @@ LABELS: Dict[Category, str] = {
     C.NVCC_FRAMEWORK_MISMATCH: "a CUDA toolkit (nvcc) that differs from the framework's CUDA",
     C.HOST_COMPILER_UNSUPPORTED: "a host compiler the CUDA toolkit does not support",
     C.HARDWARE_FAULT: "a hardware fault of the GPU",
+    C.OUT_OF_MEMORY: "GPU memory that is full (the workload, other processes, a MIG slice)",
     C.SMOKE_FAILED: "GPU code that fails when it runs",
     C.OTHER: "a cause outside the GPU stack (often the program or its data)",
 }

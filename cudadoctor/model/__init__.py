@@ -57,6 +57,7 @@ class Category(str, enum.Enum):
     NVCC_FRAMEWORK_MISMATCH = "nvcc_framework_mismatch"
     HOST_COMPILER_UNSUPPORTED = "host_compiler_unsupported"
     HARDWARE_FAULT = "hardware_fault"
+    OUT_OF_MEMORY = "out_of_memory"
     SMOKE_FAILED = "smoke_failed"
     OTHER = "other"
 
