@@ -89,6 +89,9 @@ CASES: Dict[Category, Callable[[], Snapshot]] = {
                                                       gcc_version="14.2.0"),
     Category.HARDWARE_FAULT: lambda: Snapshot(gpus=(Gpu(index=0, name="NVIDIA H100 80GB HBM3", ecc_mode="enabled",
                                                         ecc_uncorrected_volatile=3),), gpus_source="nvml"),
+    # only an error message tells it (the facts do not show who holds a GPU's memory)
+    Category.OUT_OF_MEMORY: lambda: facts(error_message="torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                                                        "allocate 1.70 GiB."),
     Category.SMOKE_FAILED: lambda: Snapshot(smoke=(SmokeResult("torch", "crashed", reason="killed by SIGSEGV",
                                                                signal="SIGSEGV"),)),
     Category.OTHER: lambda: Snapshot(gpus=(Gpu(index=0, name="NVIDIA A100-SXM4-80GB", mig_mode="enabled"),),
