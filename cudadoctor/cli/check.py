@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 import click
 
 from cudadoctor.host import DEFAULT_TIMEOUT_S
-from cudadoctor.cli.check_run import run_check
+from cudadoctor.cli.check_run import TIMEOUT_RANGE, run_check
 from cudadoctor.cli.output import format_options
 
 
@@ -18,7 +18,7 @@ from cudadoctor.cli.output import format_options
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and the finding codes each can produce.")
 @click.option("--python", "python", metavar="PATH",
               help="Inspect the environment of this interpreter (default: the active venv or conda env).")
-@click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=DEFAULT_TIMEOUT_S, show_default=True,
+@click.option("--timeout", type=click.FloatRange(*TIMEOUT_RANGE), default=DEFAULT_TIMEOUT_S, show_default=True,
               metavar="SECONDS", help="Time limit for each external command (nvidia-smi, nvcc, ...).")
 @click.option("--no-checks", is_flag=True, help="Only gather and show the facts.")
 @click.option("--no-smoke", is_flag=True, help="Skip the quick smoke tests (they run when a GPU is present).")

@@ -26,7 +26,7 @@ FLAGS = {"--json": ("as_json", True), "--no-smoke": ("no_smoke", True), "--no-ch
          "-v": ("verbose", True), "--verbose": ("verbose", True), "--color": ("color", True),
          "--no-color": ("color", False)}
 CHOICES = {"--format": ("fmt", FORMATS), "--fail-on": ("fail_on", FAIL_ON)}
-TIMEOUT_RANGE = (0.1, 600.0)  # as check's click option: FloatRange(min=0.1, max=600)
+TIMEOUT_RANGE = (0.1, 600)  # check's --timeout bounds, for click's FloatRange and the fast path alike
 
 
 def run_check(checks: "Tuple[str, ...]" = (), list_checks: bool = False, python: "Optional[str]" = None,

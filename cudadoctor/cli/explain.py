@@ -82,7 +82,8 @@ def read_log(raw: Optional[BinaryIO], text_stream: Optional[TextIO] = None) -> T
         data = text_stream.read(LOG_HEAD + LOG_TAIL + 1).encode("utf-8", "replace")
         return _decoded(data[:LOG_HEAD + LOG_TAIL]), 0
     try:
-        size = os.fstat(raw.fileno()).st_size if stat.S_ISREG(os.fstat(raw.fileno()).st_mode) else None
+        info = os.fstat(raw.fileno())
+        size = info.st_size if stat.S_ISREG(info.st_mode) else None
     except (OSError, ValueError, AttributeError):
         size = None
     if size is not None and size > LOG_HEAD + LOG_TAIL:
@@ -117,7 +118,6 @@ def _from_a_line(data: bytes) -> bytes:
 
 def _decoded(data: bytes) -> str:
     return data.decode("utf-8", "replace")
-
 
 
 def _message(text: Tuple[str, ...]) -> str:

@@ -27,7 +27,7 @@ class DataSource:
 
     def __init__(self, option_dir: Optional[str] = None) -> None:
         self.option_dir = os.path.abspath(option_dir) if option_dir else None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # info() and matrix() ask choice() while holding it
         self._choice: Optional[DataChoice] = None
         self._info: Optional[DataInfo] = None
         self._info_read = False
@@ -44,7 +44,10 @@ class DataSource:
         """The manifest of the data in use, or ``None`` when no data can be found or read."""
         with self._lock:
             if not self._info_read:
-                self._info = _read_info(self.option_dir)
+                try:
+                    self._info = _read_info(self.choice())
+                except DataError:
+                    self._info = None
                 self._info_read = True
             return self._info
 
@@ -68,11 +71,7 @@ class DataSource:
             return self._matrix
 
 
-def _read_info(option_dir: Optional[str]) -> Optional[DataInfo]:
-    try:
-        choice = choose_data_dir(option_dir)
-    except DataError:
-        return None
+def _read_info(choice: DataChoice) -> Optional[DataInfo]:
     try:
         with open(os.path.join(choice.directory, "manifest.json"), encoding="utf-8") as fh:
             manifest = json.load(fh)
