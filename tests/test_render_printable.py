@@ -145,6 +145,18 @@ def test_explain_shows_a_pasted_log_escaped(text: str, json_output: bool, capsys
     assert not RAW.search(out + err), out
 
 
+def test_explain_judged_on_hostile_facts_shows_them_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the causes' verdicts and the findings quote the facts judged: a stranger's facts file
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"torch_version": "2.5.1+cpu", "driver_version": "570.86.15",
+                                 "nvml_error": f"NVML_ERROR_{CLEAR}", "gpu_name": f"RTX {OSC52}5090"}))
+    code, out, err = cli(["explain", "--facts", str(facts), "RuntimeError: Found no NVIDIA driver on your system."],
+                         capsys)
+    assert code == 0, err
+    assert "Checked against the facts in" in out
+    assert not RAW.search(out + err), out
+
+
 def test_install_shows_hostile_data_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A data bundle is outside text too: an index URL carrying an escape sequence is shown escaped."""
     from cudadoctor.data.source import current, use

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any, Dict, List
 
-from cudadoctor.model.printable import printable
+from cudadoctor.model.printable import printable, printable_tree
 from cudadoctor.render.wrap import wrap
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
             out.append(f"    {i}. {cause.label}")
             if cause.verdict != "not_checked":
                 words = style(VERDICT_WORDS[cause.verdict], verdict_color[cause.verdict], BOLD)
-                out.extend(_wrap("", f"{words}: {cause.reason}", indent=7))
+                out.extend(_wrap("", f"{words}: {printable(cause.reason)}", indent=7))  # it quotes the facts
         out.append("  verify:")
         out.extend(line for v in sig.verify for line in _wrap("", f"- {v}", indent=4, commands=True))
         if verbose:
@@ -96,9 +96,10 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
     if e.checked is None:
         out.append(style("Not checked against this machine (--no-check).", DIM))
         return out
-    where = WHERE.get(e.checked.kind, "{}").format(e.checked.what)
+    where = WHERE.get(e.checked.kind, "{}").format(printable(e.checked.what))
     out.append(style(f"Checked against {where}:", BOLD))
-    out.extend(findings_block(list(e.other_findings), style, verbose))
+    # the findings quote the facts judged, which may be a stranger's (explain --facts, --snapshot)
+    out.extend(findings_block(printable_tree(list(e.other_findings)), style, verbose))
     return out
 
 
