@@ -39,6 +39,7 @@ __all__ = [
     "Explanation",
     "collect",
     "diagnose",
+    "diagnose_text",
     "explain",
     "install_excepthook",
     "make_report",
@@ -54,7 +55,7 @@ _HOME.update(CudadoctorError="errors", Explanation="oncall.explanation", install
              uninstall_excepthook="oncall.excepthook")
 
 if TYPE_CHECKING:  # the real signatures, for mypy and IDEs
-    from cudadoctor.api import collect, diagnose, explain, make_report, plan_install, report, smoke
+    from cudadoctor.api import collect, diagnose, diagnose_text, explain, make_report, plan_install, report, smoke
     from cudadoctor.errors import CudadoctorError
     from cudadoctor.oncall.excepthook import install_excepthook, uninstall_excepthook
     from cudadoctor.oncall.explanation import Explanation

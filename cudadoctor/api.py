@@ -20,10 +20,11 @@ from cudadoctor.model import Finding, Report, SmokeResult, Snapshot
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
     from cudadoctor.oncall.explanation import Explanation
+    from cudadoctor.oncall.paste import PasteDiagnosis
     from cudadoctor.planner.install import InstallResult
     from cudadoctor.planner.target import Target
 
-__all__ = ["CudadoctorError", "collect", "diagnose", "explain", "make_report", "plan_install", "report", "smoke"]
+__all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "explain", "make_report", "plan_install", "report", "smoke"]
 
 # What a snapshot-like argument may be: a Snapshot, a Report, a dict (a snapshot or report JSON
 # document as loaded, or the facts of docs/facts.md), or the path of such a JSON file.
@@ -73,6 +74,25 @@ def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] =
         if unknown:
             raise CudadoctorError(f"no check or finding code {unknown[0]!r}", hint="cudadoctor check --list")
     return run_checks(snapshot, matrix or default_matrix(), select(only))
+
+
+def diagnose_text(text: str, *, name: str = "text", matrix: Optional[Matrix] = None) -> "PasteDiagnosis":
+    """Diagnose what a person pasted (a GitHub issue's body, a forum post, a terminal's scroll-back):
+    every known block of machine output in ``text`` is read into facts with the line it came from,
+    the error lines are judged against the machine the text describes (never this one), and the
+    causes are ranked, root first. ``str(result.text())`` is what ``cudadoctor diagnose FILE`` prints.
+
+    >>> d = cudadoctor.diagnose_text("PyTorch version: 2.5.1+cu124\\nCUDA used to build PyTorch: 12.4\\n"
+    ...                              "Nvidia driver version: 470.82.01\\n")
+    >>> d.top.category.value
+    'driver_too_old'
+    """
+    from cudadoctor.data.source import default_matrix
+    from cudadoctor.oncall.paste import diagnose_paste
+
+    if not isinstance(text, str):
+        raise CudadoctorError(f"diagnose_text: give the pasted text as a string, not {type(text).__name__}")
+    return diagnose_paste(text, name, matrix or default_matrix())
 
 
 def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: Optional[SnapshotLike] = None,
@@ -269,6 +289,18 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
     if isinstance(value, Report):
         return value.snapshot
     where = ""
+    if isinstance(value, str) and "\n" in value:  # pasted text, not a path
+        from cudadoctor.data.source import default_matrix
+        from cudadoctor.intake import read_text
+
+        intake = read_text(value, default_matrix())
+        if not intake.usable:
+            raise CudadoctorError("nothing cudadoctor can read in the text (no known output, fact or error line)",
+                                  hint="docs/pasted-reports.md lists what is read")
+        try:
+            return intake.snapshot()
+        except SnapshotError as exc:
+            raise CudadoctorError(f"the text: {exc}") from None
     if isinstance(value, (str, os.PathLike)):
         where = f"{os.fspath(value)}: "
         value = read_json(value, markdown=True)

@@ -3,12 +3,10 @@ likely first, and which of them holds on this machine (or on replayed facts)."""
 
 from __future__ import annotations
 
-import collections
 import json
 import os
-import stat
 import sys
-from typing import TYPE_CHECKING, BinaryIO, Deque, Optional, TextIO, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import click
 
@@ -17,20 +15,12 @@ from cudadoctor.oncall.explanation import Checked, explain_message, judge
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.model import Snapshot
 from cudadoctor.model.printable import json_printable
+from cudadoctor.model.reader import LOG_HEAD, LOG_MAX, LOG_TAIL, read_log
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
 
-__all__ = ["Checked", "explain"]
-# How much of a log is read. The error that matters is almost always at the end (a traceback's last
-# line, the last CUDA error before the exit), so a longer log keeps its end and its beginning (where
-# a build or a driver message may sit) and leaves out the middle, in bounded memory and time.
-LOG_TAIL = 16 * 1024 * 1024
-LOG_HEAD = 1024 * 1024
-CHUNK = 1024 * 1024
-LOG_MAX = 1 << 30  # an endless stream (a device, `yes`) is read this far, then its tail is explained
-
-
+__all__ = ["Checked", "explain", "LOG_HEAD", "LOG_MAX", "LOG_TAIL", "read_log"]
 @click.command()
 @click.argument("text", nargs=-1, metavar="ERROR_TEXT|-")
 @click.option("--no-check", is_flag=True, help="Only explain the message; do not look at this machine.")
@@ -70,54 +60,6 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
 
 
 # ---------------------------------------------------------------------------- input
-
-
-def read_log(raw: Optional[BinaryIO], text_stream: Optional[TextIO] = None) -> Tuple[str, int]:
-    """(the log's text, how many bytes of its middle were left out). A log of any length: its
-    first LOG_HEAD and last LOG_TAIL bytes are kept. A regular file is read from both ends by
-    seeking, a pipe chunk by chunk with only the tail kept in memory, up to LOG_MAX bytes (a stream
-    that does not end is cut there)."""
-    if raw is None:  # a text stream without bytes underneath (tests, IDEs)
-        assert text_stream is not None
-        data = text_stream.read(LOG_HEAD + LOG_TAIL + 1).encode("utf-8", "replace")
-        return _decoded(data[:LOG_HEAD + LOG_TAIL]), 0
-    try:
-        info = os.fstat(raw.fileno())
-        size = info.st_size if stat.S_ISREG(info.st_mode) else None
-    except (OSError, ValueError, AttributeError):
-        size = None
-    if size is not None and size > LOG_HEAD + LOG_TAIL:
-        head = raw.read(LOG_HEAD)
-        raw.seek(size - LOG_TAIL)
-        return _decoded(head) + "\n" + _decoded(_from_a_line(raw.read(LOG_TAIL))), size - LOG_HEAD - LOG_TAIL
-    head = raw.read(LOG_HEAD)
-    tail: Deque[bytes] = collections.deque()
-    kept = left_out = 0
-    total = len(head)
-    while total < LOG_MAX:
-        chunk = raw.read(CHUNK)
-        if not chunk:
-            break
-        total += len(chunk)
-        tail.append(chunk)
-        kept += len(chunk)
-        while kept - len(tail[0]) >= LOG_TAIL:
-            left_out += len(tail[0])
-            kept -= len(tail.popleft())
-    rest = b"".join(tail)
-    if left_out:
-        return _decoded(head) + "\n" + _decoded(_from_a_line(rest)), left_out
-    return _decoded(head + rest), 0
-
-
-def _from_a_line(data: bytes) -> bytes:
-    """``data`` from its first whole line on (a cut in the middle of a line is no line)."""
-    cut = data.find(b"\n")
-    return data[cut + 1:] if 0 <= cut < len(data) - 1 else data
-
-
-def _decoded(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
 
 
 def _message(text: Tuple[str, ...]) -> str:

@@ -12,13 +12,14 @@ the one line it prints.
 from __future__ import annotations
 
 import codecs
+import collections
 import errno
 import json
 import os
 import stat
 import sys
 from bisect import bisect_right
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Deque, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from cudadoctor.model import Finding, Snapshot
 from cudadoctor.model.serialize import ENVELOPE_FORMAT, from_jsonable, newer_format, snapshot_from_dict
@@ -254,3 +255,99 @@ def _list(value: Any) -> Sequence[Any]:
 
         raise SnapshotError("findings: expected a list")
     return value
+
+
+# ---------------------------------------------------------------------------- logs
+
+# How much of a log is read. The error that matters is almost always at the end (a traceback's last
+# line, the last CUDA error before the exit), so a longer log keeps its end and its beginning (where
+# a build or a driver message may sit) and leaves out the middle, in bounded memory and time.
+LOG_TAIL = 16 * 1024 * 1024
+LOG_HEAD = 1024 * 1024
+CHUNK = 1024 * 1024
+LOG_MAX = 1 << 30  # an endless stream (a device, `yes`) is read this far, then its tail is explained
+
+
+def read_log(raw: Optional[BinaryIO], text_stream: Optional[TextIO] = None) -> Tuple[str, int]:
+    """(the log's text, how many bytes of its middle were left out). A log of any length: its
+    first LOG_HEAD and last LOG_TAIL bytes are kept. A regular file is read from both ends by
+    seeking, a pipe chunk by chunk with only the tail kept in memory, up to LOG_MAX bytes (a stream
+    that does not end is cut there)."""
+    if raw is None:  # a text stream without bytes underneath (tests, IDEs)
+        assert text_stream is not None
+        data = text_stream.read(LOG_HEAD + LOG_TAIL + 1).encode("utf-8", "replace")
+        return _decoded(data[:LOG_HEAD + LOG_TAIL]), 0
+    try:
+        info = os.fstat(raw.fileno())
+        size = info.st_size if stat.S_ISREG(info.st_mode) else None
+    except (OSError, ValueError, AttributeError):
+        size = None
+    if size is not None and size > LOG_HEAD + LOG_TAIL:
+        head = raw.read(LOG_HEAD)
+        raw.seek(size - LOG_TAIL)
+        return _decoded(head) + "\n" + _decoded(_from_a_line(raw.read(LOG_TAIL))), size - LOG_HEAD - LOG_TAIL
+    head = raw.read(LOG_HEAD)
+    tail: Deque[bytes] = collections.deque()
+    kept = left_out = 0
+    total = len(head)
+    while total < LOG_MAX:
+        chunk = raw.read(CHUNK)
+        if not chunk:
+            break
+        total += len(chunk)
+        tail.append(chunk)
+        kept += len(chunk)
+        while kept - len(tail[0]) >= LOG_TAIL:
+            left_out += len(tail[0])
+            kept -= len(tail.popleft())
+    rest = b"".join(tail)
+    if left_out:
+        return _decoded(head) + "\n" + _decoded(_from_a_line(rest)), left_out
+    return _decoded(head + rest), 0
+
+
+def _from_a_line(data: bytes) -> bytes:
+    """``data`` from its first whole line on (a cut in the middle of a line is no line)."""
+    cut = data.find(b"\n")
+    return data[cut + 1:] if 0 <= cut < len(data) - 1 else data
+
+
+def _decoded(data: bytes) -> str:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Windows PowerShell's `>`
+        return data.decode("utf-16", "replace")
+    return data.decode("utf-8-sig", "replace")
+
+
+def read_text_file(path: str) -> Tuple[str, int]:
+    """(the text of the file at ``path`` or stdin for ``-``, how many bytes of its middle were left
+    out): a log or a paste of any size, read in bounded memory from both ends (:func:`read_log`).
+    A folder, a socket, a file that cannot be opened or a closed stdin raise :class:`ReadError`;
+    a pipe nobody writes to reads as empty."""
+    if path == "-":
+        stream = _stdin()
+        if isinstance(stream, (bytes, bytearray)):
+            return _decoded(bytes(stream)), 0
+        raw = stream if hasattr(stream, "fileno") and not hasattr(stream, "encoding") else None
+        return read_log(raw, None if raw is not None else stream)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    if stat.S_ISDIR(mode):
+        raise ReadError("not_file", "is a folder, not a file")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        raise ReadError("not_file", "not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    try:
+        if not stat.S_ISREG(mode):
+            os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as fh:
+            return read_log(fh)
+    except OSError as exc:
+        raise ReadError("os", exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)

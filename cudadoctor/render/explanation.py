@@ -18,7 +18,8 @@ WRAP = 100
 VERDICT_WORDS = {"holds": "holds here", "ruled_out": "not the cause here", "cannot_tell": "cannot tell"}
 # How the "Checked against ..." line names each kind of machine.
 WHERE = {"machine": "this machine (target {})", "recorded": "the recorded machine {}", "facts": "the facts in {}",
-         "snapshot": "the snapshot in {}", "given": "the {} given", "host": "the host given (target {})"}
+         "snapshot": "the snapshot in {}", "given": "the {} given", "host": "the host given (target {})",
+         "paste": "the machine described in {} (its pasted output, not this machine)"}
 
 
 # ---------------------------------------------------------------------------- JSON
@@ -64,10 +65,9 @@ def explanation_text(e: Explanation, color: bool = False, verbose: bool = False)
 
 def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
     from cudadoctor.version import __version__
-    from cudadoctor.render.text import BOLD, DIM, GREEN, RED, Style, findings_block
+    from cudadoctor.render.text import BOLD, Style
 
     style = Style(color)
-    verdict_color = {"holds": RED, "ruled_out": GREEN, "cannot_tell": DIM}
     out = [style(f"cudadoctor {__version__}", BOLD) + f" · data {e.data_version} · explain", ""]
     if not e.matches:
         first = next((line.strip() for line in e.message.splitlines() if line.strip()), "")
@@ -76,6 +76,17 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
         out.extend(_wrap("", "Give the complete output, from the first error line on: the line naming the CUDA "
                              "error is often not the last one."))
         out.append("")
+    out.extend(match_lines(e, style, verbose))
+    out.extend(checked_lines(e, style, verbose))
+    return out
+
+
+def match_lines(e: Explanation, style: Any, verbose: bool) -> List[str]:
+    """Each known error found, its meaning, its causes with their verdicts, and how to verify."""
+    from cudadoctor.render.text import BOLD, DIM, GREEN, RED
+
+    verdict_color = {"holds": RED, "ruled_out": GREEN, "cannot_tell": DIM}
+    out: List[str] = []
     for n, x in enumerate(e.matches, 1):
         m, sig = x.match, x.match.signature
         count = f" {n} of {len(e.matches)}" if len(e.matches) > 1 else ""
@@ -93,11 +104,17 @@ def _lines(e: Explanation, color: bool, verbose: bool) -> List[str]:
         if verbose:
             out.extend(_wrap("seen", ", ".join(sig.seen_in)))
         out.append("")
+    return out
+
+
+def checked_lines(e: Explanation, style: Any, verbose: bool) -> List[str]:
+    """Which machine the causes were judged on, and its other findings."""
+    from cudadoctor.render.text import BOLD, DIM, findings_block
+
     if e.checked is None:
-        out.append(style("Not checked against this machine (--no-check).", DIM))
-        return out
+        return [style("Not checked against this machine (--no-check).", DIM)]
     where = WHERE.get(e.checked.kind, "{}").format(printable(e.checked.what))
-    out.append(style(f"Checked against {where}:", BOLD))
+    out = [style(f"Checked against {where}:", BOLD)]
     # the findings quote the facts judged, which may be a stranger's (explain --facts, --snapshot)
     out.extend(findings_block(printable_tree(list(e.other_findings)), style, verbose))
     return out

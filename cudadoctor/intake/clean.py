@@ -1,0 +1,37 @@
+"""A pasted text made plain, line for line: Markdown quote marks, code fences, HTML tags
+(``<details>``, ``<summary>``, ``<br>``), HTML entities and invisible characters removed, so that
+the readers see the machine output as it was printed. Line numbers are kept: line N of the result
+is line N of the text given."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import List
+
+MAX_LINE = 4096  # a longer line is cut here: no output the readers know has longer lines
+_QUOTE = re.compile(r"^(?:[ \t]{0,3}>[ \t]?)+")
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+.-]*[ \t]*$")
+_TAG = re.compile(r"</?(?:details|summary|pre|code|br|p|div|span|b|i|em|strong|sub|sup|tt|kbd|hr)\b[^>]{0,200}>",
+                  re.I)
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]")
+_NBSP = re.compile("[\u00a0\u2007\u202f]")
+
+
+def lines_of(text: str) -> List[str]:
+    """The lines of ``text``, each made plain (see the module's docs)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    out = []
+    for raw in text.split("\n"):
+        line = raw[:MAX_LINE]
+        line = _QUOTE.sub("", line)
+        if _FENCE.match(line):
+            out.append("")
+            continue
+        if "<" in line:
+            line = _TAG.sub("", line)
+        if "&" in line:
+            line = html.unescape(line)
+        line = _NBSP.sub(" ", _INVISIBLE.sub("", line))
+        out.append(line.rstrip())
+    return out

@@ -1,0 +1,172 @@
+"""The objects of text intake: a fact read, a block found, what was read (Intake), and the
+collector the readers write to (Found)."""
+
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from cudadoctor.model import Gpu, Snapshot
+
+if TYPE_CHECKING:
+    pass
+
+# The kinds of block read, in the words the output uses (docs/pasted-reports.md lists them).
+BLOCK_NAMES: Dict[str, str] = {
+    "collect_env": "python -m torch.utils.collect_env",
+    "nvidia_smi": "nvidia-smi",
+    "nvidia_smi_q": "nvidia-smi -q",
+    "nvidia_smi_l": "nvidia-smi -L",
+    "nvidia_smi_error": "nvidia-smi's failure message",
+    "proc_version": "/proc/driver/nvidia/version",
+    "pip_list": "pip list",
+    "pip_freeze": "pip freeze",
+    "conda_list": "conda list",
+    "nvcc": "nvcc --version",
+    "gcc": "gcc --version",
+    "tf_build_info": "tf.sysconfig.get_build_info()",
+    "tf_log": "TensorFlow's log",
+    "jax_env": "jax.print_environment_info()",
+    "cupy_config": "cupy.show_config()",
+    "ldd": "ldd",
+    "ldconfig": "ldconfig -p",
+    "kernel_log": "dmesg / journalctl",
+    "lspci": "lspci",
+    "modprobe": "modprobe / DKMS / mokutil",
+    "docker_run": "docker run",
+    "os_release": "/etc/os-release",
+    "uname": "uname -a",
+    "environment": "environment variables",
+    "platform": "paths and prompts",
+    "error": "error lines",
+}
+
+
+# Facts read for context: shown, and weighed when causes are ranked, but not of the facts
+# vocabulary of a Snapshot (docs/pasted-reports.md says what each means).
+CONTEXT_KEYS = frozenset({
+    "cuda_available", "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
+    "cupy_version", "cupy_cuda_build", "missing_library", "xid", "kernel_module_missing", "dkms_failed",
+    "docker_gpus",
+})
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact read from the text: its key (docs/facts.md), its value, and where it was read."""
+
+    key: str
+    value: Any
+    line: int  # 1-based line number in the text as given
+    text: str  # that line, as it was (renderers escape it)
+    block: str  # the kind of block (BLOCK_NAMES)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block of known output found in the text, first and last line (1-based, inclusive)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What was read from a text: the blocks found, the facts (in the order read), the notes on
+    what was ambiguous, and the text the error signatures are matched in (Markdown removed,
+    line numbers kept)."""
+
+    blocks: Tuple[Block, ...]
+    facts: Tuple[Fact, ...]
+    notes: Tuple[str, ...]
+    text: str
+    gpus: Tuple[Tuple[int, str, Optional[str]], ...] = ()  # (line, name, compute capability) per GPU seen
+    errors: Tuple[Fact, ...] = ()  # the error lines the signatures matched, with their line
+
+    def context(self, key: str) -> Any:
+        """The value of a context fact (CONTEXT_KEYS), or None when it was not read."""
+        fact = self.chosen().get(key)
+        return fact.value if fact else None
+
+    def chosen(self) -> Dict[str, Fact]:
+        """Each key's fact: the first read, unless a later one says the same more precisely
+        ('2.5.1+cu124' after '2.5.1'); pip_packages are gathered in :meth:`facts_document`."""
+        out: Dict[str, Fact] = {}
+        for f in self.facts:
+            if f.key == "pip_packages":
+                continue
+            old = out.get(f.key)
+            if old is None or refines(f.value, old.value):
+                out[f.key] = f
+        return out
+
+    def facts_document(self) -> Dict[str, Any]:
+        """The facts as the flat document of docs/facts.md (what ``diagnose --facts`` reads)."""
+        doc: Dict[str, Any] = {k: f.value for k, f in self.chosen().items() if k not in CONTEXT_KEYS}
+        packages: Dict[str, str] = {}
+        for f in self.facts:
+            if f.key == "pip_packages":
+                name = f.value.partition("==")[0]
+                packages.setdefault(name, f.value)
+        if packages:
+            doc["pip_packages"] = list(packages.values())
+        return doc
+
+    @property
+    def usable(self) -> bool:
+        """Whether anything was read that a check can judge: a fact or a known error line."""
+        return bool(self.facts or self.errors)
+
+    def snapshot(self) -> Snapshot:
+        """The partial Snapshot of the machine the text describes (every GPU seen, by name)."""
+        from cudadoctor.model.facts import snapshot_from_facts
+
+        doc = self.facts_document()
+        snap = snapshot_from_facts(doc)
+        if self.errors:
+            snap = replace(snap, error_message=self.text)
+        named = [g for g in self.gpus if not g[1].endswith(("...", "\u2026"))]
+        if len({g[1] for g in named}) > 1 and "gpu_count" not in doc:
+            gpus = tuple(Gpu(index=i, name=name, compute_capability=cc, source="facts")
+                         for i, (_, name, cc) in enumerate(named))
+            snap = replace(snap, gpus=gpus, gpus_source="facts")
+        if snap.gpus and (self.context("mig") or self.context("gpu_memory")):
+            memory = str(self.context("gpu_memory") or "")
+            used, _, total = memory.replace("MiB", "").partition("/")
+            first = replace(snap.gpus[0], mig_mode="enabled" if self.context("mig") else None,
+                            memory_used_mib=int(used) if used.strip().isdigit() else None,
+                            memory_total_mib=int(total) if total.strip().isdigit() else None)
+            snap = replace(snap, gpus=(first,) + snap.gpus[1:])
+        return snap
+
+
+def refines(new: Any, old: Any) -> bool:
+    return (isinstance(new, str) and isinstance(old, str) and len(new) > len(old)
+            and new.startswith(old) and not new[len(old)].isdigit())
+
+
+@dataclass
+class Found:
+    """What the readers collect while reading (the builder of an :class:`Intake`)."""
+
+    lines: List[str]
+    facts: List[Fact] = field(default_factory=list)
+    blocks: List[Block] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    gpus: List[Tuple[int, str, Optional[str]]] = field(default_factory=list)
+
+    def fact(self, key: str, value: Any, line: int, block: str) -> None:
+        """Record ``key = value`` read at 0-based ``line``."""
+        self.facts.append(Fact(key, value, line + 1, self.lines[line] if 0 <= line < len(self.lines) else "", block))
+
+    def block(self, kind: str, start: int, end: int) -> None:
+        """Record a block on 0-based lines ``start``..``end`` (inclusive)."""
+        self.blocks.append(Block(kind, start + 1, end + 1))
+
+    def gpu(self, name: str, line: int, block: str, cc: Optional[str] = None, count: int = 1) -> None:
+        """``count`` GPUs named at ``line`` (a list names each device once: the count follows)."""
+        name = " ".join(name.split())
+        if name and name not in ("N/A", "No CUDA") and not any(g[:2] == (line + 1, name) for g in self.gpus):
+            self.gpus.extend([(line + 1, name, cc)] * max(1, min(count, 256)))

@@ -1,0 +1,14 @@
+"""The readers, in the order they run; each records the blocks and facts it finds."""
+
+from __future__ import annotations
+
+from typing import Callable, Tuple
+
+from cudadoctor.intake.collect_env import read as read_collect_env
+from cudadoctor.intake.packages import read as read_packages
+from cudadoctor.intake.smi import read as read_smi
+from cudadoctor.intake.system import read as read_system
+from cudadoctor.intake.tools import read as read_tools
+from cudadoctor.intake.model import Found
+
+READERS: Tuple[Callable[[Found], None], ...] = (read_collect_env, read_smi, read_packages, read_tools, read_system)

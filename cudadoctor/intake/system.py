@@ -1,0 +1,193 @@
+"""The system around the stack: kernel log lines (NVRM, Xid, nouveau), ``lspci``, ``modprobe`` /
+DKMS / ``mokutil``, ``docker run`` and compose lines, ``/etc/os-release``, ``uname -a``,
+environment variables, and what paths and prompts tell of the platform."""
+
+from __future__ import annotations
+
+import re
+
+from cudadoctor.intake.model import Found
+from cudadoctor.intake.common import os_of_text
+
+_LOADING = re.compile(r"NVRM: loading NVIDIA UNIX (?:Open )?\S* ?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_API_MISMATCH = re.compile(r"NVRM: API mismatch: the client has the version (\d+\.\d+(?:\.\d+)?), but\s+"
+                           r"(?:NVRM: )?this kernel module has the version (\d+\.\d+(?:\.\d+)?)")
+_XID = re.compile(r"NVRM: Xid \([^)]*\):\s*(\d+)")
+_LSPCI = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+(VGA compatible controller|3D controller|"
+                    r"Display controller)(?: \[\w+\])?:\s+NVIDIA Corporation\s+(.*)$")
+_DOCKER = re.compile(r"^\s*`?(?:[\w@:~/.()-]*[$#>]\s*)?(?:sudo\s+(?:-E\s+)?)?(docker|podman|nvidia-docker)\s+"
+                     r"(?:container\s+)?run\b")
+_GPUS_ASKED = re.compile(r"--gpus\b|--runtime[= ]nvidia|--device[= ]\S*(?:nvidia\.com/gpu|/dev/nvidia)|"
+                         r"NVIDIA_VISIBLE_DEVICES=(?!void|none)")
+_OS_RELEASE = re.compile(r"^\s*(PRETTY_NAME|NAME|ID)=\"?([^\"]*)\"?\s*$|^\s*(Distributor ID|Description):\s+(\S.*)$")
+_UNAME = re.compile(r"^\s*(Linux|Darwin)\s+\S+\s+(\d+\.\d+\.\d+\S*)\s")
+_ENV = re.compile(r"^\s*(?:export\s+|set\s+|\$env:)?(CUDA_VISIBLE_DEVICES|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH)\s*=\s*"
+                  r"[\"']?([^\"'\s]*)[\"']?\s*$")
+_MACOS_PATH = re.compile(r"/Users/[^/\s]+/|/opt/homebrew/|/Library/Frameworks/Python\.framework|"
+                         r"/Library/Developer/|macosx_\d+_\d+_(?:arm64|x86_64)")
+_WINDOWS_PATH = re.compile(r"\b[A-Z]:\\(?:Users|Program Files|Python\d*|ProgramData|Windows|tools|anaconda3|"
+                           r"miniconda3)|\\site-packages\\|\bWinError\b|\.dll\b", re.I)
+_SITE_PYTHON = re.compile(r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages\b")
+_DOCKER_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?root@[0-9a-f]{12}:[^#]*#")
+
+
+def read(found: Found) -> None:
+    for i, line in enumerate(found.lines):
+        if "NVRM" in line or "nouveau" in line or "nvidia" in line.lower():
+            _kernel(found, i, line)
+        if "NVIDIA Corporation" in line or "Kernel driver in use" in line:
+            _lspci(found, i, line)
+        if "modprobe" in line or "DKMS" in line or "dkms" in line or "SecureBoot" in line or "Key was rejected" in line:
+            _modules(found, i, line)
+        if "run" in line and _DOCKER.search(line):
+            _docker(found, i, line)
+        elif "capabilities: [gpu]" in line or re.search(r"^\s*runtime:\s*nvidia\s*$", line):
+            found.block("docker_run", i, i)
+            found.fact("docker_gpus", True, i, "docker_run")
+        os_line = _OS_RELEASE.match(line)
+        if os_line:
+            _os_release(found, i, os_line)
+        uname = _UNAME.match(line)
+        if uname:
+            _uname(found, i, line, uname.group(1))
+        env = _ENV.match(line)
+        if env:
+            key = {"CUDA_VISIBLE_DEVICES": "cuda_visible_devices", "LD_LIBRARY_PATH": "ld_library_path",
+                   "CUDA_HOME": "cuda_home", "CUDA_PATH": "cuda_home"}[env.group(1)]
+            found.block("environment", i, i)
+            found.fact(key, env.group(2), i, "environment")
+    _platform(found)
+
+
+def _kernel(found: Found, i: int, line: str) -> None:
+    m = _LOADING.search(line)
+    if m:
+        found.block("kernel_log", i, i)
+        found.fact("kernel_module_version", m.group(1), i, "kernel_log")
+        return
+    m = _API_MISMATCH.search(line)
+    if m:
+        found.block("kernel_log", i, i)
+        found.fact("driver_version", m.group(1), i, "kernel_log")
+        found.fact("kernel_module_version", m.group(2), i, "kernel_log")
+        return
+    x = _XID.search(line)
+    if x:
+        found.block("kernel_log", i, i)
+        found.fact("xid", x.group(1), i, "kernel_log")
+        return
+    if re.search(r"\bnouveau\b.*(?:\d{4}:\d{2}:\d{2}\.\d|Initialized|NVIDIA [A-Z]{2}\d{3}|DRM|fb)|"
+                 r"Kernel driver in use:\s*nouveau", line):
+        found.block("kernel_log", i, i)
+        found.fact("nouveau_loaded", True, i, "kernel_log")
+    elif "NVRM:" in line:
+        found.block("kernel_log", i, i)
+
+
+def _lspci(found: Found, i: int, line: str) -> None:
+    m = _LSPCI.match(line)
+    if m:
+        found.block("lspci", i, i)
+        rest = m.group(2)
+        bracket = re.findall(r"\[([^\]]+)\]", rest)
+        ids = [b for b in bracket if re.fullmatch(r"10de:[0-9a-fA-F]{4}", b)]
+        names = [b for b in bracket if b not in ids]
+        device = re.match(r"^Device ([0-9a-fA-F]{4})\b", rest)
+        if names:
+            found.gpu(names[0], i, "lspci")
+        elif ids:
+            found.gpu(ids[0], i, "lspci")
+        elif device:
+            found.gpu(f"10de:{device.group(1)}", i, "lspci")
+        return
+    driver = re.match(r"^\s*Kernel driver in use:\s*(\S+)", line)
+    if driver:
+        found.block("lspci", i, i)
+        if driver.group(1) == "nouveau":
+            found.fact("nouveau_loaded", True, i, "lspci")
+        elif driver.group(1) in ("nvidia", "nvidia-open"):
+            found.fact("driver_loaded", True, i, "lspci")
+
+
+def _modules(found: Found, i: int, line: str) -> None:
+    low = line.lower()
+    if re.search(r"modprobe: fatal: module nvidia\S* not found", low):
+        found.block("modprobe", i, i)
+        found.fact("driver_loaded", False, i, "modprobe")
+        found.fact("kernel_module_missing", True, i, "modprobe")
+    elif "key was rejected by service" in low or "required key not available" in low:
+        found.block("modprobe", i, i)
+        found.fact("secure_boot", True, i, "modprobe")
+    elif re.search(r"secureboot (enabled|disabled)", low):
+        found.block("modprobe", i, i)
+        found.fact("secure_boot", "enabled" in low, i, "modprobe")
+    elif "dkms" in low and re.search(r"bad return status|bad exit status|build failed|error!", low):
+        found.block("modprobe", i, i)
+        found.fact("dkms_failed", True, i, "modprobe")
+
+
+def _docker(found: Found, i: int, line: str) -> None:
+    m = _DOCKER.search(line)
+    assert m is not None
+    found.block("docker_run", i, i)
+    runtime = "podman" if m.group(1) == "podman" else "docker"
+    found.fact("container", runtime, i, "docker_run")
+    asked = bool(_GPUS_ASKED.search(line)) or m.group(1) == "nvidia-docker"
+    j = i
+    while not asked and found.lines[j].rstrip().endswith("\\") and j + 1 < len(found.lines) and j - i < 40:
+        j += 1  # a command continued over lines
+        asked = bool(_GPUS_ASKED.search(found.lines[j]))
+    found.fact("docker_gpus", asked, i, "docker_run")
+
+
+def _os_release(found: Found, i: int, m: "re.Match[str]") -> None:
+    value = m.group(2) if m.group(1) else m.group(4)
+    os = os_of_text(value or "")
+    if os == "linux":
+        found.block("os_release", i, i)
+        found.fact("os", os, i, "os_release")
+
+
+def _uname(found: Found, i: int, line: str, system: str) -> None:
+    found.block("uname", i, i)
+    if system == "Darwin":
+        found.fact("os", "macos", i, "uname")
+        return
+    found.fact("os", "linux", i, "uname")
+    low = line.lower()
+    if "microsoft" in low:
+        found.fact("wsl", True, i, "uname")
+        if "wsl2" not in low and "microsoft-standard" not in low:
+            found.fact("wsl1", True, i, "uname")
+
+
+def _platform(found: Found) -> None:
+    """Paths and prompts: weak hints, used only where no output named the OS or the container."""
+    have = {f.key for f in found.facts}
+    for i, line in enumerate(found.lines):
+        if "os" not in have and _MACOS_PATH.search(line):
+            found.block("platform", i, i)
+            found.fact("os", "macos", i, "platform")
+            have.add("os")
+        elif "os" not in have and _WINDOWS_PATH.search(line):
+            found.block("platform", i, i)
+            found.fact("os", "windows", i, "platform")
+            have.add("os")
+        if "container" not in have and _DOCKER_PROMPT.match(line):
+            found.block("platform", i, i)
+            found.fact("container", "docker", i, "platform")
+            have.add("container")
+        site = _SITE_PYTHON.search(line) if "python" not in have else None
+        if site:
+            found.block("platform", i, i)
+            found.fact("python", site.group(1), i, "platform")
+            have.add("python")
+        if "wsl1" not in have and re.search(r"\b\d+\.\d+\.\d+-\d+-Microsoft\b", line):
+            found.block("platform", i, i)
+            found.fact("wsl", True, i, "platform")
+            found.fact("wsl1", True, i, "platform")
+            have.update(("wsl", "wsl1"))
+        if "wsl" not in have and ("/usr/lib/wsl/lib" in line or "microsoft-standard-WSL2" in line):
+            found.block("platform", i, i)
+            found.fact("wsl", True, i, "platform")
+            have.add("wsl")

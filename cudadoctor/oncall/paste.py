@@ -1,0 +1,195 @@
+"""A pasted report diagnosed: what was read (:mod:`cudadoctor.intake`), the error lines explained
+and judged against the machine the text describes (never the machine cudadoctor runs on), and the
+causes ranked, root first (``cudadoctor diagnose FILE``, ``cudadoctor.diagnose_text()``, triage).
+
+Ranking: a cause the facts show (a finding, or a cause judged "holds") comes first, in the order
+of the errors in the text; then what the surroundings show (a ``docker run`` without ``--gpus``,
+a kernel module missing for the running kernel, a macOS or WSL 1 host); then each error's most
+likely cause that the facts do not rule out; then the rest. When nothing holds, ``asks`` says what
+to paste next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from cudadoctor.model import Category, Finding, Severity
+
+if TYPE_CHECKING:
+    from cudadoctor.intake import Intake
+    from cudadoctor.matrix import Matrix
+    from cudadoctor.oncall.explanation import Explanation
+
+C = Category
+# What to ask a reporter for, by the facts that would tell (docs/pasted-reports.md)
+ASK_COLLECT_ENV = "the output of `python -m torch.utils.collect_env` (or `cudadoctor report`)"
+ASK_SMI = "the output of `nvidia-smi`"
+ASK_PACKAGES = "the output of `pip list` (or `conda list`)"
+ASK_ERROR = "the complete error output, from the first error line on"
+ASK_KERNEL = "the output of `sudo dmesg | grep -iE 'nvrm|xid|nvidia'`"
+
+
+@dataclass(frozen=True)
+class RankedCause:
+    """One cause of the failure the text shows, in rank order."""
+
+    category: Category
+    verdict: str  # holds (the facts show it) | likely (the error points to it; nothing rules it out) | possible
+    why: str  # the evidence, in words
+    line: Optional[int] = None  # the line of the text that shows it
+    source: str = ""  # the signature id or finding code it comes from
+    label: str = ""  # the category in words ("a driver too old for the build")
+
+
+@dataclass(frozen=True)
+class PasteDiagnosis:
+    """What ``cudadoctor diagnose FILE`` found in a pasted text."""
+
+    name: str  # the file read, or "standard input"
+    intake: Intake
+    explanation: Explanation
+    ranked: Tuple[RankedCause, ...]
+    asks: Tuple[str, ...]  # what to paste next, when the facts are not enough
+
+    @property
+    def findings(self) -> Tuple[Finding, ...]:
+        return self.explanation.findings or ()
+
+    @property
+    def top(self) -> Optional[RankedCause]:
+        return self.ranked[0] if self.ranked else None
+
+    def categories(self) -> List[str]:
+        return [c.category.value for c in self.ranked]
+
+    def text(self, color: bool = False, verbose: bool = False) -> str:
+        from cudadoctor.render.paste import paste_text
+
+        return paste_text(self, color, verbose)
+
+    def to_dict(self) -> Dict[str, Any]:
+        from cudadoctor.render.paste import paste_document
+
+        return paste_document(self)
+
+
+def diagnose_paste(text: str, name: str, matrix: Matrix) -> PasteDiagnosis:
+    """Read ``text``, judge its errors against the machine it describes, and rank the causes."""
+    from cudadoctor.intake import read_text
+    from cudadoctor.oncall.explanation import explain_message, judge
+
+    intake = read_text(text, matrix)
+    snapshot = intake.snapshot()
+    checked = judge(intake.text, snapshot, "paste", name, matrix)
+    explanation = explain_message(intake.text, checked, matrix)
+    ranked = rank(intake, explanation)
+    return PasteDiagnosis(name, intake, explanation, ranked, asks(intake, explanation, ranked))
+
+
+def rank(intake: Intake, e: Explanation) -> Tuple[RankedCause, ...]:
+    from cudadoctor.checks.signature import CODES
+
+    out: List[RankedCause] = []
+
+    def add(category: Category, verdict: str, why: str, line: Optional[int], source: str) -> None:
+        from cudadoctor.checks.causes import label
+
+        if all(c.category is not category for c in out):
+            out.append(RankedCause(category, verdict, why, line, source, label(category)))
+
+    findings = e.findings or ()
+    for context in _context(intake, e):
+        add(*context)
+    for x in e.matches:
+        for cause in x.causes:
+            if cause.verdict == "holds":
+                add(cause.category, "holds", cause.reason, x.line_number, x.signature)
+    for f in findings:
+        if f.severity is Severity.ERROR and f.code not in CODES:
+            add(f.category, "holds", f.title, _line_of(intake, f), f.code)
+    for x in e.matches:
+        open_causes = [c for c in x.causes if c.verdict != "ruled_out"]
+        if open_causes:
+            add(open_causes[0].category, "likely", f"the error on line {x.line_number} ({x.signature}) points "
+                f"to it first; {open_causes[0].reason}", x.line_number, x.signature)
+    for x in e.matches:
+        for cause in x.causes[1:]:
+            if cause.verdict != "ruled_out":
+                add(cause.category, "possible", cause.reason, x.line_number, x.signature)
+    for f in findings:
+        if f.severity is Severity.WARNING and f.code not in CODES:
+            add(f.category, "possible", f.title, _line_of(intake, f), f.code)
+    return tuple(out)
+
+
+_GPU_ACCESS = {C.NO_DRIVER, C.NO_GPU, C.NVML_UNAVAILABLE, C.CONTAINER_NO_GPU, C.DRIVER_LIBRARY_MISMATCH}
+
+
+def _context(intake: Intake, e: Explanation) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """Causes that the surroundings of the errors show, not the errors themselves."""
+    chosen = intake.chosen()
+    out: List[Tuple[Category, str, str, Optional[int], str]] = []
+    access = any(set(x.categories) & _GPU_ACCESS for x in e.matches) or "nvidia_smi_missing" in chosen
+    docker = chosen.get("docker_gpus")
+    if docker is not None and docker.value is False and access:
+        out.append((C.CONTAINER_NO_GPU, "holds", "the container was started without GPUs (no --gpus, "
+                    "--runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
+    os = chosen.get("os")
+    if os is not None and os.value == "macos" and _any_cuda_error(e):
+        out.append((C.PLATFORM_UNSUPPORTED, "holds", "the host is macOS, for which no framework ships CUDA "
+                    "builds (Apple GPUs use MPS/Metal)", os.line, "macos-host"))
+    wsl1 = chosen.get("wsl1")
+    if wsl1 is not None and (access or _any_cuda_error(e)):
+        out.append((C.PLATFORM_UNSUPPORTED, "holds", "WSL 1 has no GPU support; only WSL 2 passes the GPU "
+                    "through (wsl --set-version <distro> 2)", wsl1.line, "wsl1"))
+    missing = chosen.get("kernel_module_missing") or chosen.get("dkms_failed")
+    if missing is not None:
+        secure = chosen.get("secure_boot")
+        if secure is not None and secure.value is True:
+            out.append((C.KERNEL_MODULE_BLOCKED, "holds", "Secure Boot rejects the unsigned NVIDIA kernel module",
+                        secure.line, "secure-boot"))
+        out.append((C.NO_DRIVER, "holds", "the NVIDIA kernel module is not built for the running kernel "
+                    "(after a kernel update, DKMS must rebuild it)", missing.line, "kernel-module-missing"))
+    xid = chosen.get("xid")
+    if xid is not None:
+        out.append((C.HARDWARE_FAULT, "holds", f"the kernel log shows Xid {xid.value}", xid.line, "xid"))
+    return out
+
+
+def _any_cuda_error(e: Explanation) -> bool:
+    return bool(e.matches)
+
+
+def _line_of(intake: Intake, finding: Finding) -> Optional[int]:
+    """The line of the text holding the fact a finding quotes first (its evidence)."""
+    keys = {"driver.driver_version": "driver_version", "driver.cuda_driver_version": "driver_cuda_version",
+            "gpus": "gpu_name", "frameworks": "torch_version", "python.version": "python",
+            "toolkits": "nvcc_version", "libraries": "cudnn_system", "compilers": "gcc_version"}
+    chosen = intake.chosen()
+    for evidence in finding.evidence:
+        for prefix, key in keys.items():
+            if evidence.startswith(prefix) and key in chosen:
+                return chosen[key].line
+    return None
+
+
+def asks(intake: Intake, e: Explanation, ranked: Tuple[RankedCause, ...]) -> Tuple[str, ...]:
+    """What to paste next: nothing when a cause holds; else the outputs that would tell."""
+    if ranked and ranked[0].verdict == "holds":
+        return ()
+    have = {f.block for f in intake.facts}
+    out = []
+    if not e.matches:
+        out.append(ASK_ERROR)
+    if "collect_env" not in have and not (have & {"pip_list", "pip_freeze", "conda_list"}):
+        out.append(ASK_COLLECT_ENV)
+    if not have & {"nvidia_smi", "nvidia_smi_q", "collect_env", "nvidia_smi_error"}:
+        out.append(ASK_SMI)
+    if ranked and ranked[0].category is C.HARDWARE_FAULT and "kernel_log" not in have:
+        out.append(ASK_KERNEL)
+    if ranked and ranked[0].category in (C.COMPANION_VERSION_MISMATCH, C.WRONG_PACKAGE_VARIANT,
+                                         C.LIBRARY_VERSION_CONFLICT) and not have & {"pip_list", "pip_freeze",
+                                                                                     "conda_list", "collect_env"}:
+        out.append(ASK_PACKAGES)
+    return tuple(dict.fromkeys(out))
