@@ -59,7 +59,7 @@ def test_collect_env_2x_every_fact_with_its_line() -> None:
 def test_collect_env_1x_could_not_collect_cuda_is_a_cpu_build() -> None:
     facts = _facts(_paste("a-pytorch181-conda-cpuonly-2x3090"))  # real, torch 1.8.1, conda cpuonly
     assert facts["torch_version"] == "1.8.1" and facts["torch_cuda"] is None
-    assert facts["gpu_count"] == 2 and facts["cuda_available"] is False
+    assert facts["gpu_count"] == 2 and facts["torch_cuda_available"] is False
 
 
 def test_collect_env_mig_line_inside_the_gpu_list() -> None:
@@ -396,3 +396,28 @@ def test_no_text_makes_diagnose_text_raise(parts: Any) -> None:
         diagnose_text("".join(parts))
     except CudadoctorError:
         pass
+
+
+# ---------------------------------------------------------------------------- positive facts win
+
+
+def test_cuda_available_with_a_too_old_driver_is_forward_compatibility() -> None:
+    import cudadoctor
+
+    facts = {"driver_version": "570.172.08", "torch_version": "2.9.0", "torch_cuda": "13.0",
+             "gpu_name": "NVIDIA H100 80GB HBM3"}
+    assert [f.code for f in cudadoctor.diagnose(facts)] == ["driver-too-old-for-build"]
+    codes = [(f.code, f.severity.value) for f in cudadoctor.diagnose({**facts, "torch_cuda_available": True})]
+    assert codes == [("cuda-forward-compat", "info")]
+
+
+def test_the_healthy_h100_on_driver_570_with_cu130_has_no_error() -> None:
+    d = diagnose_text(_paste("a-pytorch-sdpa-nondeterministic-nan-h100-cu130"))  # real
+    assert [f.code for f in d.findings if f.severity.value == "error"] == []
+    assert "cuda-forward-compat" in [f.code for f in d.findings]
+
+
+def test_a_cause_the_pasted_facts_do_not_show_is_not_ruled_out() -> None:
+    d = diagnose_text(_paste("a-xformers-built-cu121-torch-cu118-colab"))  # real: xformers is in no package list
+    verdicts = {c.category.value: c.verdict for x in d.explanation.matches for c in x.causes}
+    assert verdicts.get("companion_version_mismatch") == "cannot_tell"

@@ -158,7 +158,9 @@ def check_driver_for_build(snap: Snapshot, matrix: Matrix) -> List[Finding]:
         if (b.name == "jax" and jax_alternative(snap, matrix, b)) or (b.name == "cupy" and cupy_alternative(snap, matrix, b)):
             continue  # another variant of the same release fits: builds_variant reports it
         ds = matrix.cuda.driver_support(driver, b.cuda, os_of(snap))
-        if ds.kind == "too_old":
+        if ds.kind == "too_old" and b.details.get("cuda_available") == "true":
+            out.append(_forward_compat(snap, matrix, b, ds, driver))
+        elif ds.kind == "too_old":
             out.append(_too_old(snap, matrix, b, ds, driver, facts))
         elif ds.kind == "minor_compat":
             out.append(_minor_compat(snap, matrix, b, ds, driver, facts))
@@ -202,6 +204,26 @@ def _too_old(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, ds: Any, driver:
         why=why, fix=fix, commands=commands + alt_commands,
         evidence=["driver.driver_version", "driver.cuda_driver_version", f"frameworks.{b.name}.cuda"],
         source=_sources(ds) + list(alt_source),
+    )
+
+
+def _forward_compat(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, ds: Any, driver: str) -> Finding:
+    """The build needs a newer driver, yet the framework reported CUDA available: NVIDIA's CUDA
+    forward compatibility (the cuda-compat package, datacenter GPUs) is what runs it."""
+    dcuda = driver_cuda(snap, matrix)
+    need = ds.floor or ds.required
+    return finding(
+        "cuda-forward-compat", Severity.INFO, Category.DRIVER_TOO_OLD,
+        f"{label(b)} runs on driver {driver} only through CUDA forward compatibility",
+        why=(f"{label(b)} is built for CUDA {_cuda_name(b.cuda or '')}, which needs driver {need} or newer; this "
+             f"driver is {driver}" + (f" (CUDA {dcuda})" if dcuda else "") + ", yet torch.cuda.is_available() "
+             "returned True. Only NVIDIA's CUDA forward-compatibility libraries (the cuda-compat package, which NGC "
+             "containers ship) make that work, and only on datacenter GPUs. The same install fails on a machine "
+             "without them, or on a GeForce/RTX workstation GPU."),
+        fix=f"Nothing to do while it works here. To run without forward compatibility, upgrade the driver to "
+            f"{need} or newer.",
+        evidence=["driver.driver_version", f"frameworks.{b.name}.cuda", f"frameworks.{b.name}.details.cuda_available"],
+        source=_sources(ds),
     )
 
 
@@ -287,7 +309,8 @@ CHECKS = (
     Check("cpu-only-build", check_cpu_only, ("cpu-only-build",), 3,
           "frameworks next to a usable GPU are CUDA builds"),
     Check("driver-for-build", check_driver_for_build,
-          ("driver-too-old-for-build", "driver-too-old-for-ptx-jit", "driver-minor-version-compat"), 3,
+          ("driver-too-old-for-build", "driver-too-old-for-ptx-jit", "driver-minor-version-compat",
+           "cuda-forward-compat"), 3,
           "the driver runs each framework's CUDA"),
     Check("build-arch", check_arch, ("arch-unsupported", "arch-ptx-jit"), 3,
           "each framework build has kernels for every GPU"),

@@ -134,17 +134,19 @@ def _names(keys: Sequence[str]) -> str:
 
 
 def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]],
-           snapshot: Optional[Snapshot], checks: Sequence[Check]) -> List[Cause]:
+           snapshot: Optional[Snapshot], checks: Sequence[Check], partial: bool = False) -> List[Cause]:
     """The verdict on each category, most likely first. ``findings`` None: the machine was not
     checked. Only warnings and errors of the other checks show a cause. ``checks``: those that
-    ran (a cause no check that ran can see is never ruled out)."""
+    ran (a cause no check that ran can see is never ruled out). ``partial``: the facts are some
+    of a machine's (a facts file, a pasted report), so that the checks found nothing rules out
+    nothing: only a positive fact does."""
     layers = {c.layer for c in checks if c.codes and not MESSAGE_CODES & set(c.codes)}
     layer_of = {code: c.layer for c in checks for code in c.codes}
-    return [_cause(c, findings, snapshot, layers, layer_of) for c in categories]
+    return [_cause(c, findings, snapshot, layers, layer_of, partial) for c in categories]
 
 
 def _cause(category: Category, findings: Optional[Sequence[Finding]], snapshot: Optional[Snapshot],
-           layers: Set[int], layer_of: Mapping[str, int]) -> Cause:
+           layers: Set[int], layer_of: Mapping[str, int], partial: bool = False) -> Cause:
     name = label(category)
     if findings is None or snapshot is None:
         return Cause(category, name, NOT_CHECKED, "not checked against a machine")
@@ -175,6 +177,9 @@ def _cause(category: Category, findings: Optional[Sequence[Finding]], snapshot: 
     if category in INTERMITTENT:
         return Cause(category, name, CANNOT_TELL, f"the checks read {_names(facts)} and found no problem now, "
                                                   "which does not rule out a fault that comes and goes")
+    if partial:
+        return Cause(category, name, CANNOT_TELL, f"the facts given show no such problem, but they are not all of "
+                                                  f"the machine's (run: {FACTS[facts[-1]][2]})")
     return Cause(category, name, RULED_OUT, f"the checks read {_names(facts)} and found no such problem")
 
 

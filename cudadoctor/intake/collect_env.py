@@ -117,7 +117,7 @@ def _value(found: Found, i: int, key: str, value: str) -> None:
         if v:
             found.fact("python", v, i, KIND)
     elif key == "is cuda available" and not unknown:
-        found.fact("cuda_available", low in ("true", "yes"), i, KIND)
+        found.fact("torch_cuda_available", low in ("true", "yes"), i, KIND)
     elif key == "cuda runtime version" and not unknown:
         v = version_in(value)
         if v:

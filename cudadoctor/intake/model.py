@@ -46,7 +46,7 @@ BLOCK_NAMES: Dict[str, str] = {
 # Facts read for context: shown, and weighed when causes are ranked, but not of the facts
 # vocabulary of a Snapshot (docs/pasted-reports.md says what each means).
 CONTEXT_KEYS = frozenset({
-    "cuda_available", "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
+    "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
     "cupy_version", "cupy_cuda_build", "missing_library", "xid", "kernel_module_missing", "dkms_failed",
     "docker_gpus",
 })

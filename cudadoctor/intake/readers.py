@@ -9,6 +9,8 @@ from cudadoctor.intake.packages import read as read_packages
 from cudadoctor.intake.smi import read as read_smi
 from cudadoctor.intake.system import read as read_system
 from cudadoctor.intake.tools import read as read_tools
+from cudadoctor.intake.messages import read as read_messages
 from cudadoctor.intake.model import Found
 
-READERS: Tuple[Callable[[Found], None], ...] = (read_collect_env, read_smi, read_packages, read_tools, read_system)
+READERS: Tuple[Callable[[Found], None], ...] = (read_collect_env, read_smi, read_packages, read_tools, read_system,
+                                                   read_messages)

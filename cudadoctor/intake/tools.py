@@ -207,7 +207,7 @@ def _prompt(found: Found, i: int) -> None:
     elif what == "torch.version.cuda" and (value == "None" or re.match(r"^\d+\.\d+$", value)):
         key, parsed = "torch_cuda", None if value == "None" else value
     elif what == "torch.cuda.is_available()" and value in ("True", "False"):
-        key, parsed = "cuda_available", value == "True"
+        key, parsed = "torch_cuda_available", value == "True"
     elif what == "torch.cuda.get_arch_list()" and value.startswith("["):
         archs = re.findall(r"sm_\d+a?|compute_\d+", value)
         key, parsed = ("torch_arch_list", archs) if archs else (None, None)

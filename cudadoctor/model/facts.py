@@ -30,7 +30,7 @@ FACT_KEYS: Tuple[str, ...] = (
     "os", "wsl", "container", "device_nodes_present", "python", "gpu_name", "compute_capability",
     "gpu_count", "driver_version", "driver_cuda_version", "kernel_module_version", "driver_loaded",
     "nvml_error", "nouveau_loaded", "secure_boot", "nvcc_version", "cuda_home", "ld_library_path",
-    "cudnn_system", "torch_version", "torch_cuda", "torch_cudnn", "torch_arch_list",
+    "cudnn_system", "torch_version", "torch_cuda", "torch_cudnn", "torch_arch_list", "torch_cuda_available",
     "torchvision_version", "torchaudio_version", "tensorflow_version", "tensorflow_cuda",
     "tensorflow_cudnn", "jax_version", "jaxlib_version", "jax_cuda_plugin", "cupy_package",
     "onnxruntime_package", "gcc_version", "cuda_visible_devices", "env", "pip_packages",
@@ -203,6 +203,9 @@ def _frameworks(facts: Mapping[str, Any]) -> Optional[Tuple[FrameworkBuild, ...]
             if not isinstance(arch, (list, str)):
                 raise FactsError("torch_arch_list: expected a list such as ['sm_80', 'sm_90'] or a string")
             details["arch_list"] = " ".join(arch) if isinstance(arch, list) else str(arch)
+        available = _bool(facts, "torch_cuda_available")
+        if available is not None:
+            details["cuda_available"] = "true" if available else "false"
         builds.append(_build(facts, "torch", torch, "torch_cuda", details, cudnn=_str(facts, "torch_cudnn")))
     for name in ("torchvision", "torchaudio"):
         version = _str(facts, f"{name}_version")

@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # the checks and the matrix load when something is explained,
 
 
 
+# What a Checked of these kinds holds is some of a machine's facts, not all of them.
+PARTIAL = frozenset({"facts", "paste"})
+
+
 @dataclass(frozen=True)
 class Checked:
     """What the causes were judged against."""
@@ -183,6 +187,7 @@ def explain_message(message: str, checked: Optional[Checked] = None, matrix: Opt
     found = []
     for m in matrix.signatures.match(message):
         judged = causes(m.signature.categories, checked.findings if checked else None,
-                        checked.snapshot if checked else None, CHECKS)
+                        checked.snapshot if checked else None, CHECKS,
+                        partial=checked is not None and checked.kind in PARTIAL)
         found.append(ExplainedMatch(m, tuple(judged)))
     return Explanation(message, tuple(found), checked, matrix.data_version, len(matrix.signatures.signatures))
