@@ -48,7 +48,11 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
     if python is not None and sources and sources[0] != "--machine":
         raise CudadoctorError(f"--python and {sources[0]} cannot be used together")
     matrix = default_matrix()
-    checked = None if no_check else _check(message, facts_file, snapshot_file, machine, python, timeout, matrix)
+    pasted = None if (sources or python is not None) else _pasted_machine(message, matrix)
+    if pasted is not None:  # the text carries another machine's output: judge that machine, not this one
+        checked: Optional[Checked] = pasted
+    else:
+        checked = None if no_check else _check(message, facts_file, snapshot_file, machine, python, timeout, matrix)
     result = explain_message(message, checked, matrix)
     if as_json:
         # the message is pasted text: json escapes its C0 controls, json_printable the C1 and bidi ones
@@ -80,6 +84,28 @@ def _message(text: Tuple[str, ...]) -> str:
                               hint="cudadoctor explain \"CUDA error: no kernel image is available...\"  "
                                    "(or pipe a log: ... 2>&1 | cudadoctor explain -)")
     return message
+
+
+# Blocks that describe a machine (an error line, a path or a variable alone do not)
+MACHINE_BLOCKS = frozenset({"collect_env", "nvidia_smi", "nvidia_smi_q", "nvidia_smi_l", "proc_version", "pip_list",
+                            "pip_freeze", "conda_list", "jax_env", "cupy_config", "tf_build_info", "nvcc", "lspci",
+                            "kernel_log", "uname", "os_release"})
+
+
+def _pasted_machine(message: str, matrix: "Matrix") -> Optional[Checked]:
+    """When the text holds a machine's own output (collect_env, nvidia-smi, a package list ...), the
+    causes are judged on that machine, as the text describes it."""
+    from cudadoctor.intake import read_text
+    from cudadoctor.model.serialize import SnapshotError
+
+    intake = read_text(message, matrix)
+    if not any(f.block in MACHINE_BLOCKS for f in intake.facts):
+        return None
+    try:
+        snapshot = intake.snapshot()
+    except SnapshotError:
+        return None
+    return judge(intake.text, snapshot, "paste", "the text given", matrix)
 
 
 def _check(message: str, facts_file: Optional[str], snapshot_file: Optional[str], machine: Optional[str],

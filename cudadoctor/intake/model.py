@@ -52,6 +52,10 @@ CONTEXT_KEYS = frozenset({
 })
 
 
+# Blocks printed by nvidia-smi: a driver version read there is the driver answering
+SMI_BLOCKS = frozenset({"nvidia_smi", "nvidia_smi_q", "nvidia_smi_l"})
+
+
 @dataclass(frozen=True)
 class Fact:
     """One fact read from the text: its key (docs/facts.md), its value, and where it was read."""
@@ -132,6 +136,15 @@ class Intake:
             gpus = tuple(Gpu(index=i, name=name, compute_capability=cc, source="facts")
                          for i, (_, name, cc) in enumerate(named))
             snap = replace(snap, gpus=gpus, gpus_source="facts")
+        chosen = self.chosen()
+        driver = chosen.get("driver_version")
+        if snap.driver is not None and driver is not None and driver.block in SMI_BLOCKS:
+            # nvidia-smi printed it: the driver answered (what NVML or nvidia-smi would say on the machine)
+            snap = replace(snap, driver=replace(snap.driver, source="nvidia-smi",
+                                                loaded=True if snap.driver.loaded is None else snap.driver.loaded))
+        gpu = chosen.get("gpu_name")
+        if snap.gpus and gpu is not None and gpu.block in SMI_BLOCKS:
+            snap = replace(snap, gpus=tuple(replace(g, source="nvidia-smi") for g in snap.gpus), gpus_source="nvidia-smi")
         if snap.gpus and (self.context("mig") or self.context("gpu_memory")):
             memory = str(self.context("gpu_memory") or "")
             used, _, total = memory.replace("MiB", "").partition("/")
