@@ -98,7 +98,7 @@ def _takes(args: List[str], option: str) -> bool:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the files the docs' commands name: report.md, report.json, facts.json, reports/."""
+    """A folder with the files the docs' commands name: report.md, report.json, facts.json, issue.md, reports/."""
     from contextlib import redirect_stdout
 
     from cudadoctor.cli.app import run
@@ -119,6 +119,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     example = re.search(r"```json\n(.*?)```", (ROOT / "docs" / "facts.md").read_text(encoding="utf-8"), re.S)
     assert example, "docs/facts.md shows a facts.json"
     (tmp / "facts.json").write_text(example.group(1), encoding="utf-8")
+    # issue.md: a real pasted report of the corpus (docs/pasted-reports.md shows its diagnosis)
+    paste = HERE / "corpus" / "reports" / "a-pytorch-rtx5090d-sm120-torch26-cu126" / "paste.md"
+    (tmp / "issue.md").write_text(paste.read_text(encoding="utf-8"), encoding="utf-8")
     return tmp
 
 

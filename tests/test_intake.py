@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from cudadoctor.api import diagnose_text
 from cudadoctor.data.source import default_matrix
 from cudadoctor.intake import Intake, read_text
-from tests.helpers import HERE, cli
+from helpers import HERE, cli
 
 CORPUS = HERE / "corpus"
 

@@ -135,7 +135,9 @@ def _arch_fix(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, facts: List[Gpu
               bad: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:
     text, commands, source = "", [], ()  # type: Tuple[str, List[str], Tuple[str, ...]]
     if b.name == "torch":
-        text, commands, source = torch_fix(snap, matrix, [g.cc for g in facts], keep=build_version(b), lead="Install")
+        # the installed build is the one that fails here, whatever the data says of its PTX
+        text, commands, source = torch_fix(snap, matrix, [g.cc for g in facts], keep=build_version(b), lead="Install",
+                                           avoid=b.version)
         commands = list(commands)
     elif b.name == "tensorflow":
         text, commands, source = _tf_for(matrix, bad)

@@ -275,9 +275,10 @@ def torch_packages(snap: Snapshot) -> List[str]:
 
 
 def torch_plan(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
-               use_driver: bool = True) -> Tuple[Optional[TorchPlan], Optional[NoPlan]]:
+               use_driver: bool = True, avoid: Optional[str] = None) -> Tuple[Optional[TorchPlan], Optional[NoPlan]]:
     """A plan for this machine: first within release ``keep`` (another variant of the installed
-    version), then any release. (plan, None), or (None, why nothing fits)."""
+    version), then any release. (plan, None), or (None, why nothing fits). ``avoid``: the label of
+    a build known not to work here ('2.6.0+cu126', the installed one), never planned again."""
     from cudadoctor.planner.torch import TorchPlan, plan_torch
 
     driver = driver_version(snap) if use_driver else None
@@ -285,16 +286,16 @@ def torch_plan(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optiona
     kept = matrix.pytorch.release(keep) if keep else None
     if kept is not None:
         found = plan_torch(*args, version=kept.version)
-        if isinstance(found, TorchPlan):
+        if isinstance(found, TorchPlan) and found.label != avoid:
             return found, None
     found = plan_torch(*args)
     return (found, None) if isinstance(found, TorchPlan) else (None, found)
 
 
 def torch_fix(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
-              lead: str = "Install") -> Tuple[str, List[str], Tuple[str, ...]]:
+              lead: str = "Install", avoid: Optional[str] = None) -> Tuple[str, List[str], Tuple[str, ...]]:
     """(fix text, commands, sources) installing the planned torch build in place of this one."""
-    plan, none = torch_plan(snap, matrix, ccs, keep)
+    plan, none = torch_plan(snap, matrix, ccs, keep, avoid=avoid)
     packages = torch_packages(snap)
     if plan is not None:
         caveat = ""
