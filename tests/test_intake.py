@@ -421,3 +421,10 @@ def test_a_cause_the_pasted_facts_do_not_show_is_not_ruled_out() -> None:
     d = diagnose_text(_paste("a-xformers-built-cu121-torch-cu118-colab"))  # real: xformers is in no package list
     verdicts = {c.category.value: c.verdict for x in d.explanation.matches for c in x.causes}
     assert verdicts.get("companion_version_mismatch") == "cannot_tell"
+
+
+def test_a_daemon_reload_before_nvml_unknown_error_is_the_container_losing_its_gpus() -> None:
+    # shape of the NVIDIA container toolkit reports: the host ran daemon-reload, the container's nvidia-smi fails
+    d = diagnose_text("$ sudo systemctl daemon-reload\n$ docker exec -it trainer nvidia-smi\n"
+                      "Failed to initialize NVML: Unknown Error\n")
+    assert d.top is not None and d.top.category.value == "container_no_gpu" and d.top.line == 1

@@ -39,6 +39,9 @@ def read(found: Found) -> None:
             _lspci(found, i, line)
         if "modprobe" in line or "DKMS" in line or "dkms" in line or "SecureBoot" in line or "Key was rejected" in line:
             _modules(found, i, line)
+        if "daemon-reload" in line and re.search(r"systemctl\s+(?:--\S+\s+)*daemon-reload", line):
+            found.block("platform", i, i)
+            found.fact("daemon_reload", True, i, "platform")
         if "run" in line and _DOCKER.search(line):
             _docker(found, i, line)
         elif "capabilities: [gpu]" in line or re.search(r"^\s*runtime:\s*nvidia\s*$", line):

@@ -135,6 +135,13 @@ def _context(intake: Intake, e: Explanation) -> List[Tuple[Category, str, str, O
     if docker is not None and docker.value is False and access:
         out.append((C.CONTAINER_NO_GPU, "holds", "the container was started without GPUs (no --gpus, "
                     "--runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
+    reload = chosen.get("daemon_reload")
+    nvml = chosen.get("nvml_error")
+    if reload is not None and (access or (nvml is not None and nvml.value == "NVML_ERROR_UNKNOWN")):
+        out.append((C.CONTAINER_NO_GPU, "holds", "`systemctl daemon-reload` on a host whose containers use the "
+                    "systemd cgroup driver takes their GPU device access away: running containers then fail with "
+                    "NVML 'Unknown Error' until restarted (NVIDIA container toolkit: use CDI or the 'nvidia-ctk "
+                    "system create-dev-char-symlinks' fix)", reload.line, "daemon-reload"))
     os = chosen.get("os")
     if os is not None and os.value == "macos" and _any_cuda_error(e):
         out.append((C.PLATFORM_UNSUPPORTED, "holds", "the host is macOS, for which no framework ships CUDA "
