@@ -120,6 +120,21 @@ def evaluate() -> Dict[str, Any]:
     }
 
 
+PINS = os.path.join(CORPUS, "verdicts.json")
+
+
+def pins(result: Dict[str, Any]) -> Dict[str, Any]:
+    """Each case's verdict as tests/test_corpus_verdicts.py pins it: the first cause ranked (a
+    failure) or the error findings (a healthy machine)."""
+    out: Dict[str, Any] = {}
+    for slug, o in result["outcomes"].items():
+        if o["category"] == "healthy":
+            out[slug] = {"expected": "healthy", "errors": o["errors"]}
+        else:
+            out[slug] = {"expected": o["category"], "top": o["top"], "right": o["top"] == o["category"]}
+    return out
+
+
 def misses(result: Dict[str, Any]) -> List[str]:
     out = []
     if result["top1"] < TOP1:
@@ -138,9 +153,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", action="store_true", help="also print each case that missed")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--pin", action="store_true",
+                        help=f"write each case's verdict to {os.path.relpath(PINS, os.path.join(HERE, os.pardir))} "
+                             "(what tests/test_corpus_verdicts.py holds the code to)")
     args = parser.parse_args(argv)
     sys.path.insert(0, os.path.join(HERE, os.pardir))
     result = evaluate()
+    if args.pin:
+        with open(PINS, "w", encoding="utf-8") as fh:
+            json.dump(pins(result), fh, indent=1, sort_keys=True)
+            fh.write("\n")
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "outcomes" or args.cases}, indent=2))
         return 1 if misses(result) else 0
