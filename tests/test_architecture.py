@@ -30,7 +30,7 @@ ALLOWED: Dict[str, Set[str]] = {
     "api": {"checks", "data", "errors", "host", "intake", "model", "oncall", "planner", "probes", "render", "reports", "smoke",
             "version"},
     "pytest_plugin": {"api", "checks", "errors", "host", "model", "render", "reports", "data", "version"},
-    "cli": {"api", "checks", "data", "errors", "fleet", "host", "matrix", "model", "oncall", "planner", "render",
+    "cli": {"api", "checks", "data", "errors", "fleet", "host", "intake", "matrix", "model", "oncall", "planner", "render",
             "reports", "smoke", "version"},
     "__init__": {"api", "errors", "oncall", "smoke", "version"},
     "__main__": {"cli"},

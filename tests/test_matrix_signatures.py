@@ -209,7 +209,7 @@ def test_by_id_and_for_category(data: SignatureData) -> None:
     assert s is not None and s.categories == (Category.DRIVER_LIBRARY_MISMATCH,)
     assert data.by_id("no-such-signature") is None
     compilers = data.for_category(Category.HOST_COMPILER_UNSUPPORTED)
-    assert [x.id for x in compilers] == ["nvcc-unsupported-gcc", "nvcc-unsupported-msvc"]
+    assert [x.id for x in compilers] == ["nvcc-no-supported-host-compiler", "nvcc-unsupported-gcc", "nvcc-unsupported-msvc"]
     assert [x.id for x in data.for_category("host_compiler_unsupported")] == [x.id for x in compilers]
     hidden = data.for_category(Category.VISIBLE_DEVICES_HIDDEN)
     firsts = [x for x in hidden if x.category == Category.VISIBLE_DEVICES_HIDDEN]

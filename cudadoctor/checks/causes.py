@@ -142,7 +142,21 @@ def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]]
     nothing: only a positive fact does."""
     layers = {c.layer for c in checks if c.codes and not MESSAGE_CODES & set(c.codes)}
     layer_of = {code: c.layer for c in checks for code in c.codes}
-    return [_cause(c, findings, snapshot, layers, layer_of, partial) for c in categories]
+    return [_cause(c, findings, snapshot, layers, layer_of, partial) for c in in_context(categories, snapshot)]
+
+
+def in_context(categories: Sequence[Category], snapshot: Optional[Snapshot]) -> List[Category]:
+    """The categories in the order the machine makes likely: inside a container, a container
+    started without GPUs comes before "no driver" (the host's driver is only seen through the
+    container runtime, so a missing driver there usually means no GPUs were passed in)."""
+    order = list(categories)
+    host = snapshot.host if snapshot is not None else None
+    inside = host is not None and host.container not in (None, "none")
+    if inside and C.CONTAINER_NO_GPU in order and C.NO_DRIVER in order \
+            and order.index(C.NO_DRIVER) < order.index(C.CONTAINER_NO_GPU):
+        order.remove(C.CONTAINER_NO_GPU)
+        order.insert(order.index(C.NO_DRIVER), C.CONTAINER_NO_GPU)
+    return order
 
 
 def _cause(category: Category, findings: Optional[Sequence[Finding]], snapshot: Optional[Snapshot],

@@ -11,7 +11,7 @@ which of the possible causes holds here, which the facts rule out, and which can
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.checks.base import Check, finding, ref
@@ -44,6 +44,25 @@ def snippet(match: Any) -> str:
         at = max(line.find(text), 0)
         text = line[at:] if len(line) - at >= SHORT else line[max(0, at + len(text) - SNIPPET):]
     return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
+
+
+def notes(match: Any, message: str, matrix: Matrix, snapshot: Optional[Snapshot] = None) -> Tuple[str, ...]:
+    """What the text and the facts add to a matched signature: for a library that cannot be
+    loaded, the pip package that ships that file name; for out of memory, who holds the memory
+    (:mod:`cudadoctor.checks.memory`)."""
+    from cudadoctor.checks import memory
+
+    out: List[str] = []
+    groups = dict(getattr(match, "groups", {}) or {})
+    for key in ("lib", "dll"):
+        name = groups.get(key)
+        shipped = matrix.signatures.shipped_by(name) if name else []
+        if shipped:
+            where = "; ".join(f"{s.pip} (CUDA {s.cuda_major})" for s in shipped)
+            out.append(f"{shipped[0].soname} is shipped by the pip package {where}: pip list | grep {shipped[0].pip}")
+    if C.OUT_OF_MEMORY in match.signature.categories:
+        out.extend(memory.notes(message, snapshot))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------- the checks
@@ -99,4 +118,5 @@ CHECKS = (
 
 CODES = MESSAGE_CODES  # the codes of CHECKS (a test keeps them equal)
 
-__all__ = ["CANNOT_TELL", "CHECKS", "CODES", "HOLDS", "NOT_CHECKED", "RULED_OUT", "Cause", "causes", "label", "snippet"]
+__all__ = ["CANNOT_TELL", "CHECKS", "CODES", "HOLDS", "NOT_CHECKED", "RULED_OUT", "Cause", "causes", "label", "notes",
+           "snippet"]

@@ -35,6 +35,22 @@ def invariants(data: SignatureData, matrix: Any) -> List[str]:
             problems.append(f"{where}: seen_in needs at least one https:// URL, and only those")
         problems.extend(_example_problems(data, s))
     problems.extend(_schema_problems(matrix))
+    problems.extend(_soname_problems(data))
+    return problems
+
+
+def _soname_problems(data: SignatureData) -> List[str]:
+    """sonames.json: sorted by file name then CUDA major, one record per pair; a Windows name ends
+    in .dll and a Linux one holds .so."""
+    problems: List[str] = []
+    keys = [(s.soname.lower(), s.cuda_major) for s in data.sonames]
+    if keys != sorted(keys):
+        problems.append("sonames.json: records are not sorted by soname, then cuda_major")
+    if len(set(keys)) != len(keys):
+        problems.append("sonames.json: a soname is listed twice for one CUDA major")
+    for s in data.sonames:
+        if (s.os == "windows") != s.soname.lower().endswith(".dll"):
+            problems.append(f"sonames.json: {s.soname}: os {s.os} does not fit the file name")
     return problems
 
 

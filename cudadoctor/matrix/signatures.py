@@ -5,6 +5,7 @@ each mapped to the root-cause categories it points to, most likely first.
 Python regular expressions, compiled once, case-insensitively, with ASCII classes. Two kinds of
 matches overlap and the data says which wins through ``specificity`` (higher first):
 
+- 40: a fact of the platform from which every GPU message follows (a WSL 1 kernel, a macOS host);
 - 30: one program's message about one condition ("Torch not compiled with CUDA enabled");
 - 20: a message many programs print (CUDA error strings, the dynamic loader, NVML, the kernel);
 - 10: a wrapper or a summary whose cause is another message: "Unexpected error from
@@ -12,6 +13,9 @@ matches overlap and the data says which wins through ``specificity`` (higher fir
   matches both the PyTorch wrapper (10) and the CUDA error 804 (20), and 804 is the answer.
 
 Equal specificity: the match earlier in the text first, then by id.
+
+``sonames.json`` rides along: which pip package ships a CUDA library file by the name a loader asks
+for (:meth:`SignatureData.shipped_by`), so a "cannot open shared object file" names what to install.
 
 Speed: a long log (a 1 MB stderr) is not run through 87 regular expressions. Each pattern has
 *keywords*, literals one of which every match contains (read from the pattern itself, see
@@ -36,9 +40,10 @@ from cudadoctor.matrix._signatures_patterns import pattern_problems as pattern_p
 from cudadoctor.matrix._signatures_patterns import spans_lines as spans_lines
 from cudadoctor.matrix.load import DataError
 
-TABLES = ("errors.json",)
+TABLES = ("errors.json", "sonames.json")
 FILE = "errors.json"
 SCHEMA = "errors.schema.json"
+SONAMES = "sonames.json"
 
 FLAGS = re.IGNORECASE | re.ASCII
 CONTEXT_LINES = 3  # lines searched either side of a keyword's line
@@ -85,8 +90,23 @@ class SignatureMatch:
 
 
 @dataclass(frozen=True)
+class Soname:
+    """A CUDA library file by the name a loader asks for, and the pip package that ships it."""
+
+    soname: str  # libcudart.so.12, cudart64_12.dll
+    os: str  # linux | windows
+    library: str  # cudart
+    cuda_major: int
+    pip: str  # nvidia-cuda-runtime-cu12
+    source: str
+    confidence: str
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class SignatureData:
     signatures: Tuple[Signature, ...]  # sorted by id
+    sonames: Tuple[Soname, ...] = ()  # sorted by file name, then CUDA major
     _index: Mapping[str, Signature] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -100,6 +120,13 @@ class SignatureData:
 
     def by_id(self, signature_id: str) -> Optional[Signature]:
         return self._index.get(signature_id)
+
+    def shipped_by(self, name: str) -> List[Soname]:
+        """The pip packages that ship the library file ``name`` (a soname or a DLL name, with or
+        without its directory), one per CUDA major; [] when the data does not know the name."""
+        base = str(name).replace("\\", "/").rsplit("/", 1)[-1].strip()
+        low = base.lower()
+        return [s for s in self.sonames if s.soname.lower() == low]
 
     def for_category(self, category: Union[Category, str]) -> List[Signature]:
         """Signatures pointing to ``category``: those naming it as the most likely cause first,
@@ -225,4 +252,8 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> SignatureData:
             context=CONTEXT_LINES if spans_lines(r["pattern"]) else 0,
             example_first_match=r.get("example_first_match"), note=r.get("note"),
         ))
-    return SignatureData(tuple(rows))
+    sonames = tuple(
+        Soname(soname=r["soname"], os=r["os"], library=r["library"], cuda_major=r["cuda_major"], pip=r["pip"],
+               source=r["source"], confidence=r["confidence"], note=r.get("note"))
+        for r in docs[SONAMES]["records"]) if SONAMES in docs else ()
+    return SignatureData(tuple(rows), sonames)

@@ -47,6 +47,7 @@ class ExplainedMatch:
 
     match: SignatureMatch
     causes: Tuple[Cause, ...]  # most likely first
+    notes: Tuple[str, ...] = ()  # what the text and the facts add: who holds the memory, the package of a library
 
     @property
     def signature(self) -> str:
@@ -180,7 +181,7 @@ def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Option
 def explain_message(message: str, checked: Optional[Checked] = None, matrix: Optional[Matrix] = None) -> Explanation:
     """The explanation of ``message``; its causes judged on ``checked`` when given."""
     from cudadoctor.checks import CHECKS
-    from cudadoctor.checks.signature import causes
+    from cudadoctor.checks.signature import causes, notes
     from cudadoctor.data.source import default_matrix
 
     matrix = matrix or default_matrix()
@@ -189,5 +190,6 @@ def explain_message(message: str, checked: Optional[Checked] = None, matrix: Opt
         judged = causes(m.signature.categories, checked.findings if checked else None,
                         checked.snapshot if checked else None, CHECKS,
                         partial=checked is not None and checked.kind in PARTIAL)
-        found.append(ExplainedMatch(m, tuple(judged)))
+        said = notes(m, message, matrix, checked.snapshot if checked else None)
+        found.append(ExplainedMatch(m, tuple(judged), said))
     return Explanation(message, tuple(found), checked, matrix.data_version, len(matrix.signatures.signatures))

@@ -49,6 +49,7 @@ def explanation_document(e: Explanation) -> Dict[str, Any]:
             "seen_in": list(x.match.signature.seen_in),
             "source": x.match.signature.source,
             "causes": to_jsonable(list(x.causes)),
+            "notes": list(x.notes),
         } for x in e.matches],
         "checked": {"kind": e.checked.kind, "what": e.checked.what} if e.checked else None,
         "findings": to_jsonable(list(e.checked.findings)) if e.checked else None,
@@ -93,6 +94,8 @@ def match_lines(e: Explanation, style: Any, verbose: bool) -> List[str]:
         out.append(style(f"Known error{count}: {sig.id}", BOLD) + style(f"  (line {m.line_number})", DIM))
         out.extend(_wrap("", printable(" ".join(m.line.split())[:300])))  # a pasted log may carry escape sequences
         out.extend(_wrap("what", sig.explanation))
+        for note in x.notes:  # they quote the message and the facts judged
+            out.extend(_wrap("here", printable(note)))
         out.append("  possible causes, most likely first:")
         for i, cause in enumerate(x.causes, 1):
             out.append(f"    {i}. {cause.label}")
