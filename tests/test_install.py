@@ -120,15 +120,17 @@ PROFILES = (
     Profile("tf-4090-r535", "tensorflow --driver 535.104.05 --gpu 'RTX 4090' --python 3.11",
             ("tensorflow 2.21.0 (CUDA 12.5)",)),
     Profile("tf-maxwell", "tensorflow --driver 580.65.06 --cc 5.2 --python 3.11", ("tensorflow 2.16.1 (CUDA 12.3)",)),
-    Profile("jax-cuda13", "jax --driver 580.65.06 --cc 9.0 --python 3.12", ("jax 0.11.* (cuda13)",)),
-    Profile("jax-r575", "jax --driver 575.57.08 --cc 9.0 --python 3.12", ("jax 0.11.* (cuda12)",)),
-    Profile("jax-pascal", "jax --driver 580.65.06 --cc 6.1 --python 3.12", ("jax 0.11.* (cuda12)",)),
+    Profile("jax-cuda13", "jax --driver 580.65.06 --cc 9.0 --python 3.12", ("jax 0.12.* (cuda13)",)),
+    Profile("jax-r575", "jax --driver 575.57.08 --cc 9.0 --python 3.12", ("jax 0.12.* (cuda12)",)),
+    Profile("jax-pascal", "jax --driver 580.65.06 --cc 6.1 --python 3.12", ("jax 0.12.* (cuda12)",)),
+    # jax 0.11 and later require Python 3.12 (their wheels' Requires-Python): 3.11 gets 0.10
+    Profile("jax-py311", "jax --driver 575.57.08 --cc 9.0 --python 3.11", ("jax 0.10.* (cuda12)",)),
     Profile("cupy-r535", "cupy --driver 535.104.05 --cc 8.9 --python 3.11", ("cupy 14.* (cupy-cuda12x)",)),
     Profile("ort-r470", "onnxruntime-gpu --driver 470.82.01 --cc 8.6 --python 3.10", ("onnxruntime-gpu 1.18.* (CUDA 11)",)),
-    Profile("ort-r580", "onnxruntime-gpu --driver 580.65.06 --cc 8.9 --python 3.12", ("onnxruntime-gpu 1.27.* (CUDA 13)",)),
+    Profile("ort-r580", "onnxruntime-gpu --driver 580.65.06 --cc 8.9 --python 3.12", ("onnxruntime-gpu 1.31.* (CUDA 13)",)),
     # several packages share the CUDA major
     Profile("stack-cuda13", "torch cupy jax --driver 580.65.06 --cc 9.0 --python 3.12",
-            ("torch 2.15.0+cu130", "cupy 14.* (cupy-cuda13x)", "jax 0.11.* (cuda13)")),
+            ("torch 2.15.0+cu130", "cupy 14.* (cupy-cuda13x)", "jax 0.12.* (cuda13)")),
     Profile("stack-cuda-12.6", "torch cupy --driver 580.65.06 --cc 9.0 --python 3.12 --cuda 12.6",
             ("torch 2.14.1+cu126", "cupy 14.* (cupy-cuda12x)")),
 )
