@@ -442,6 +442,30 @@ def test_verify_passes_when_every_wheel_is_there(fake_index: _Index, capsys: pyt
     assert code == 0 and doc["verify"]["torch"]["ok"]
 
 
+def test_verify_says_what_it_did_not_check(fake_index: _Index, capsys: pytest.CaptureFixture[str]) -> None:
+    # jax[cuda13]==0.12.*: the series resolves to the index's newest 0.12 wheel, and the extra's packages
+    # (the CUDA plugin, the nvidia-* wheels) are said to be unchecked instead of passing silently
+    fake_index.files["jax"] = ["jax-0.12.0.1-py3-none-any.whl", "jax-0.11.2-py3-none-any.whl"]
+    code, out, _ = cli_text(["jax", "--driver", "580.65.06", "--cc", "9.0", "--python", "3.12",
+                             "--index-url", fake_index.url, "--verify", "--timeout", "5"], capsys)
+    assert code == 0, out
+    assert f"verified: {fake_index.url} serves jax==0.12.* for cp312 linux_x86_64" in out
+    assert ("  not checked: jax[cuda13]==0.12.*: only jax's own wheel was checked, not the packages its extra "
+            "[cuda13] brings") in out
+    _, doc = cli_json(["jax", "--driver", "580.65.06", "--cc", "9.0", "--python", "3.12",
+                       "--index-url", fake_index.url, "--verify", "--timeout", "5"], capsys)
+    assert doc["verify"]["jax"]["packages"][0]["wheel"] == "jax-0.12.0.1-py3-none-any.whl"
+    assert len(doc["verify"]["jax"]["not_checked"]) == 1
+
+
+def test_verify_of_a_plan_that_does_not_fit_says_nothing_was_checked(fake_index: _Index,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli_text(["cupy", "--os", "linux", "--python", "3.11", "--index-url", fake_index.url, "--verify",
+                             "--timeout", "5"], capsys)
+    assert code == 1
+    assert "not verified: cupy\n  not checked: cupy: nothing fits this machine, so no wheel was checked" in out
+
+
 def test_verify_against_a_server_that_is_down_is_one_clear_failure(capsys: pytest.CaptureFixture[str]) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     url = f"http://127.0.0.1:{server.server_address[1]}/whl"
