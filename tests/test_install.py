@@ -120,15 +120,17 @@ PROFILES = (
     Profile("tf-4090-r535", "tensorflow --driver 535.104.05 --gpu 'RTX 4090' --python 3.11",
             ("tensorflow 2.21.0 (CUDA 12.5)",)),
     Profile("tf-maxwell", "tensorflow --driver 580.65.06 --cc 5.2 --python 3.11", ("tensorflow 2.16.1 (CUDA 12.3)",)),
-    Profile("jax-cuda13", "jax --driver 580.65.06 --cc 9.0 --python 3.12", ("jax 0.11.* (cuda13)",)),
-    Profile("jax-r575", "jax --driver 575.57.08 --cc 9.0 --python 3.12", ("jax 0.11.* (cuda12)",)),
-    Profile("jax-pascal", "jax --driver 580.65.06 --cc 6.1 --python 3.12", ("jax 0.11.* (cuda12)",)),
+    Profile("jax-cuda13", "jax --driver 580.65.06 --cc 9.0 --python 3.12", ("jax 0.12.* (cuda13)",)),
+    Profile("jax-r575", "jax --driver 575.57.08 --cc 9.0 --python 3.12", ("jax 0.12.* (cuda12)",)),
+    Profile("jax-pascal", "jax --driver 580.65.06 --cc 6.1 --python 3.12", ("jax 0.12.* (cuda12)",)),
+    # jax 0.11 and later require Python 3.12 (their wheels' Requires-Python): 3.11 gets 0.10
+    Profile("jax-py311", "jax --driver 575.57.08 --cc 9.0 --python 3.11", ("jax 0.10.* (cuda12)",)),
     Profile("cupy-r535", "cupy --driver 535.104.05 --cc 8.9 --python 3.11", ("cupy 14.* (cupy-cuda12x)",)),
     Profile("ort-r470", "onnxruntime-gpu --driver 470.82.01 --cc 8.6 --python 3.10", ("onnxruntime-gpu 1.18.* (CUDA 11)",)),
-    Profile("ort-r580", "onnxruntime-gpu --driver 580.65.06 --cc 8.9 --python 3.12", ("onnxruntime-gpu 1.27.* (CUDA 13)",)),
+    Profile("ort-r580", "onnxruntime-gpu --driver 580.65.06 --cc 8.9 --python 3.12", ("onnxruntime-gpu 1.31.* (CUDA 13)",)),
     # several packages share the CUDA major
     Profile("stack-cuda13", "torch cupy jax --driver 580.65.06 --cc 9.0 --python 3.12",
-            ("torch 2.15.0+cu130", "cupy 14.* (cupy-cuda13x)", "jax 0.11.* (cuda13)")),
+            ("torch 2.15.0+cu130", "cupy 14.* (cupy-cuda13x)", "jax 0.12.* (cuda13)")),
     Profile("stack-cuda-12.6", "torch cupy --driver 580.65.06 --cc 9.0 --python 3.12 --cuda 12.6",
             ("torch 2.14.1+cu126", "cupy 14.* (cupy-cuda12x)")),
 )
@@ -438,6 +440,30 @@ def test_verify_passes_when_every_wheel_is_there(fake_index: _Index, capsys: pyt
     code, doc = cli_json(["torch", "--driver", "470.82.01", "--cc", "8.6", "--python", "3.10", "--version", "2.5.1",
                           "--index-url", fake_index.url, "--verify", "--timeout", "5"], capsys)
     assert code == 0 and doc["verify"]["torch"]["ok"]
+
+
+def test_verify_says_what_it_did_not_check(fake_index: _Index, capsys: pytest.CaptureFixture[str]) -> None:
+    # jax[cuda13]==0.12.*: the series resolves to the index's newest 0.12 wheel, and the extra's packages
+    # (the CUDA plugin, the nvidia-* wheels) are said to be unchecked instead of passing silently
+    fake_index.files["jax"] = ["jax-0.12.0.1-py3-none-any.whl", "jax-0.11.2-py3-none-any.whl"]
+    code, out, _ = cli_text(["jax", "--driver", "580.65.06", "--cc", "9.0", "--python", "3.12",
+                             "--index-url", fake_index.url, "--verify", "--timeout", "5"], capsys)
+    assert code == 0, out
+    assert f"verified: {fake_index.url} serves jax==0.12.* for cp312 linux_x86_64" in out
+    assert ("  not checked: jax[cuda13]==0.12.*: only jax's own wheel was checked, not the packages its extra "
+            "[cuda13] brings") in out
+    _, doc = cli_json(["jax", "--driver", "580.65.06", "--cc", "9.0", "--python", "3.12",
+                       "--index-url", fake_index.url, "--verify", "--timeout", "5"], capsys)
+    assert doc["verify"]["jax"]["packages"][0]["wheel"] == "jax-0.12.0.1-py3-none-any.whl"
+    assert len(doc["verify"]["jax"]["not_checked"]) == 1
+
+
+def test_verify_of_a_plan_that_does_not_fit_says_nothing_was_checked(fake_index: _Index,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = cli_text(["cupy", "--os", "linux", "--python", "3.11", "--index-url", fake_index.url, "--verify",
+                             "--timeout", "5"], capsys)
+    assert code == 1
+    assert "not verified: cupy\n  not checked: cupy: nothing fits this machine, so no wheel was checked" in out
 
 
 def test_verify_against_a_server_that_is_down_is_one_clear_failure(capsys: pytest.CaptureFixture[str]) -> None:

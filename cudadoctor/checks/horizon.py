@@ -1,5 +1,5 @@
 """The data's horizon: a release, toolkit or driver branch newer than the compatibility data
-knows. The checks judge what the data holds; past its end they would judge by guesswork, so each
+knows (torch, TensorFlow, JAX, CuPy, ONNX Runtime; the CUDA toolkit; the driver branch). The checks judge what the data holds; past its end they would judge by guesswork, so each
 such fact is said, with what was assumed and how to get newer data (shared/DESIGN.md: "A release,
 GPU or driver newer than the data knows is said, never passed silently"). A GPU the data does not
 know is ``gpu-not-in-data`` (checks/access.py)."""
@@ -20,8 +20,23 @@ CODE = "newer-than-data"
 UPDATE = "cudadoctor data update"
 
 
+# the frameworks whose tables give a release series: (snapshot name, shown name, what the checks assumed)
+_SERIES = (
+    ("tensorflow", "tensorflow", "Its tested CUDA and cuDNN and its [and-cuda] pins are not in the data: they are "
+                                 "assumed to be those of the newest release the data knows."),
+    ("jax", "jax", "Its CUDA plugins' CUDA, cuDNN and NCCL floors and its Python versions are assumed to be those of "
+                   "the newest series the data knows."),
+    ("cupy", "CuPy", "The CUDA versions and GPUs its wheels support are assumed to be those of the newest major the "
+                     "data knows."),
+    ("onnxruntime", "onnxruntime", "The CUDA and cuDNN its GPU build needs are assumed to be those of the newest "
+                                   "series the data knows."),
+)
+
+
 def check_horizon(snap: Snapshot, matrix: Matrix) -> List[Finding]:
-    return [f for f in (_torch(snap, matrix), _toolkit(snap, matrix), _driver(snap, matrix)) if f is not None]
+    found = [_torch(snap, matrix)] + [_series(snap, matrix, *s) for s in _SERIES]
+    found += [_toolkit(snap, matrix), _driver(snap, matrix)]
+    return [f for f in found if f is not None]
 
 
 def _note(what: str, newest: str, assumed: str, evidence: str) -> Finding:
@@ -48,6 +63,21 @@ def _torch(snap: Snapshot, matrix: Matrix) -> Optional[Finding]:
     return _note(f"torch {version}", f"torch {newest}",
                  "Its wheels' CUDA builds and GPU architectures are not in the data: the checks of the build "
                  "against the GPU and the driver did not judge it.", "frameworks.torch.version")
+
+
+def _series(snap: Snapshot, matrix: Matrix, name: str, shown: str, assumed: str) -> Optional[Finding]:
+    """A release newer than the series the framework's table reaches ('0.13.0' past jax '0.12')."""
+    build = next((b for b in snap.frameworks or () if b.name == name and b.version), None)
+    newest = matrix.ecosystem.horizon(name)
+    if build is None or not build.version or not newest:
+        return None
+    base = build.version.split("+")[0]
+    depth = len(vkey(newest))
+    if not vkey(base) or vkey(base)[:depth] <= vkey(newest) or any(c.isalpha() for c in base):
+        return None  # known, older, or a pre-release
+    dist = (build.distribution or "").split("==")[0].strip()  # cupy-cuda13x, onnxruntime-gpu
+    return _note(f"{dist or shown} {build.version}", f"{shown} {newest}" + (".x" if depth < 3 else ""), assumed,
+                 f"frameworks.{name}.version")
 
 
 def _toolkit(snap: Snapshot, matrix: Matrix) -> Optional[Finding]:

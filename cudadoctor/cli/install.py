@@ -77,9 +77,14 @@ def _target(matrix: Matrix, driver: Optional[str], gpus: Tuple[str, ...], ccs: T
 
 
 def _verify(matrix: Matrix, result: Any, timeout: float) -> Any:
-    """{package: VerifyResult} for each pip/uv plan's exact pins, against the index pip will use."""
+    """{package: VerifyResult} for each pip/uv plan's pins, against the index pip will use; what
+    was not checked (no plan, the packages an extra brings, the GPU build behind a CPU plan) is
+    said in each result's ``not_checked``, never left out silently."""
+    from dataclasses import replace
+
     from cudadoctor.planner.managers import index_for
-    from cudadoctor.planner.verify import verify
+    from cudadoctor.planner.verify import VerifyResult, verify
+    from cudadoctor.planner.wheel_tags import tag_target
 
     if result.manager not in ("pip", "uv"):
         raise CudadoctorError(f"--verify asks a pip index; --manager {result.manager} installs from channels")
@@ -89,11 +94,25 @@ def _verify(matrix: Matrix, result: Any, timeout: float) -> Any:
     out = {}
     for r in result.results:
         if r.plan is None:
+            target = tag_target(result.target.python, result.target.platform, None)
+            out[r.name] = VerifyResult(False, "", target.interpreter, target.platform_label, (), None,
+                                       (f"{r.name}: nothing fits this machine, so no wheel was checked",))
             continue
         url, mode = index_for(r.plan, result.index_url)
         if mode == "find-links" or not url:
             url = result.index_url or (pypi.url() if pypi is not None else None)
-        pins = [(p.name, p.version) for p in r.plan.pins]  # a series (15.*) resolves to its newest release
+        # a series pin (cupy-cuda12x==14.*) resolves to its newest release there, as pip would resolve it
+        pins = [(p.name, p.version if p.exact else f"{p.version}.*") for p in r.plan.pins]
         if url and pins:
-            out[r.name] = verify(pins, url, result.target.python, result.target.platform, timeout)
+            checked = verify(pins, url, result.target.python, result.target.platform, timeout)
+            out[r.name] = replace(checked, not_checked=_not_checked(r))
     return out
+
+
+def _not_checked(r: Any) -> Tuple[str, ...]:
+    """What the index check of a plan's own pins does not reach."""
+    lines = [f"{p.requirement}: only {p.name}'s own wheel was checked, not the packages its extra "
+             f"[{','.join(p.extras)}] brings" for p in r.plan.pins if p.extras]
+    if r.gpu_build is not None:
+        lines.append(f"{r.name}: the GPU build shown after the CPU plan was not checked")
+    return tuple(lines)

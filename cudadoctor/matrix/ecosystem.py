@@ -28,6 +28,7 @@ from cudadoctor.matrix._onnxruntime import OrtBuild, OrtData
 from cudadoctor.matrix._tensorflow import TensorflowData, TfConfig, TfPins
 from cudadoctor.matrix._tensorrt import TrtData, TrtRelease
 from cudadoctor.matrix.load import DataError
+from cudadoctor.matrix.versions import vkey
 
 __all__ = [
     "TABLES", "EcosystemData", "build", "invariants", "Fact",
@@ -47,6 +48,23 @@ class EcosystemData:
     tensorrt: TrtData
     julia: CudaJlData
     nccl: NcclData
+
+    # ------------------------------------------------------------------ horizon
+
+    def horizon(self, framework: str) -> Optional[str]:
+        """How far a framework's table reaches: the newest release or series it knows
+        ('2.21' for tensorflow, '0.12' for jax, '14' for cupy, '1.31' for onnxruntime), the
+        precision a newer release is judged at; None for a framework without a table."""
+        if framework == "tensorflow":
+            versions = [c.version for c in self.tensorflow.configs]
+            return ".".join(map(str, max(vkey(v)[:2] for v in versions))) if versions else None
+        if framework == "jax":
+            return _newest([r.last or r.first for r in self.jax.releases])
+        if framework == "cupy":
+            return _newest([m.version for m in self.cupy.majors])
+        if framework == "onnxruntime":
+            return _newest([b.last or b.first for b in self.onnxruntime.builds])
+        return None
 
     # ------------------------------------------------------------------ TensorFlow
 
@@ -165,4 +183,9 @@ def _cross_references(data: EcosystemData) -> List[str]:
             if value and data.nccl.release(value) is None:
                 problems.append(f"cupy.json: v{major.version}: NCCL {value} is not a release in nccl.json")
     return problems
+
+
+def _newest(versions: List[Optional[str]]) -> Optional[str]:
+    known = [v for v in versions if v]
+    return max(known, key=vkey) if known else None
 

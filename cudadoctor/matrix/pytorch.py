@@ -149,7 +149,7 @@ class Release:
 @dataclass(frozen=True)
 class PackageIndex:
     id: str
-    kind: str  # "pip" | "conda"
+    kind: str  # "pip" | "conda" | "json" (an API a maintainer tool reads, never printed)
     url_pattern: str
     placeholders: Tuple[str, ...]
     channel: Optional[str]

@@ -88,6 +88,7 @@ class VerifyResult:
     platform: str  # the platform in wheel-tag words: linux_x86_64
     packages: Tuple[PackageVerdict, ...]
     error: Optional[str] = None  # one line, for a failure of the index itself
+    not_checked: Tuple[str, ...] = ()  # what this check did not reach, one line each (install --verify says it)
 
     @property
     def problems(self) -> Tuple[str, ...]:

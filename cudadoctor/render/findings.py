@@ -9,6 +9,8 @@ from cudadoctor.model import Finding, Severity
 
 MARK = {Severity.ERROR: "✗", Severity.CRASHED: "✗", Severity.WARNING: "!", Severity.INFO: "·", Severity.OK: "✓"}
 PROBLEMS = (Severity.CRASHED, Severity.ERROR, Severity.WARNING)
+# a fact past what the data reaches (checks/horizon.py, and a GPU it does not know): judged by assumption
+HORIZON = ("newer-than-data", "gpu-not-in-data")
 
 
 def problems(findings: Sequence[Finding]) -> List[Finding]:
@@ -26,7 +28,7 @@ def verdict(findings: Sequence[Finding]) -> Tuple[Severity, str]:
     """The one line a user reads first."""
     found = problems(findings)
     if not found:
-        return Severity.OK, "No problems found."
+        return Severity.OK, "No problems found." + beyond(findings)
     c = counts(found)
     parts = []
     for severity, word in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.CRASHED, "crashed check")):
@@ -36,6 +38,15 @@ def verdict(findings: Sequence[Finding]) -> Tuple[Severity, str]:
     if len(found) == 1:
         return found[0].severity, f"1 problem: {first.title}"
     return found[0].severity, f"{len(found)} problems ({', '.join(parts)}); the root cause: {first.title}"
+
+
+def beyond(findings: Sequence[Finding]) -> str:
+    """' N facts are beyond the compatibility data: ...' when a fact was past the data's horizon, so
+    a clean verdict is never read as a check of what the data does not know."""
+    n = sum(1 for f in findings if f.code in HORIZON)
+    if not n:
+        return ""
+    return f" {n} fact{'s are' if n != 1 else ' is'} beyond the compatibility data: judged by assumption (see below)."
 
 
 def lead(found: Sequence[Finding]) -> Finding:

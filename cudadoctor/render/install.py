@@ -104,13 +104,17 @@ def _needs(fit: Optional[DriverFit]) -> str:
 
 
 def _verify_text(name: str, v: Any) -> None:
-    if v.ok:
+    if not v.packages and v.error is None:
+        _echo(f"not verified: {name}")
+    elif v.ok:
         found = ", ".join(f"{p.name}=={p.version}" for p in v.packages)
         _echo(f"verified: {v.index_url} serves {found} for {v.python} {v.platform}")
-        return
-    _echo(f"verify failed for {name} at {v.index_url} ({v.python} {v.platform}):")
-    for problem in v.problems:
-        _echo(f"  - {problem}")
+    else:
+        _echo(f"verify failed for {name} at {v.index_url} ({v.python} {v.platform}):")
+        for problem in v.problems:
+            _echo(f"  - {problem}")
+    for line in v.not_checked:
+        _echo(f"  not checked: {line}")
 
 
 # ---------------------------------------------------------------------- JSON
@@ -158,7 +162,7 @@ def _result_dict(r: PackageResult) -> Dict[str, Any]:
 
 def _verify_dict(v: Any) -> Dict[str, Any]:
     return {"ok": v.ok, "index_url": v.index_url, "python": v.python, "platform": v.platform, "error": v.error,
-            "packages": [{"name": p.name, "version": p.version, "status": p.status.value, "reason": p.reason,
+            "not_checked": list(v.not_checked), "packages": [{"name": p.name, "version": p.version, "status": p.status.value, "reason": p.reason,
                           "wheel": p.wheel.filename if p.wheel else None} for p in v.packages]}
 
 

@@ -8,7 +8,7 @@ from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 from cudadoctor.model import DriverInfo, Finding, FrameworkBuild, Gpu, Report, Severity, Snapshot, Toolkit
 from cudadoctor.host.nvml import nvml_error_text
 from cudadoctor.model.printable import printable_tree
-from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
+from cudadoctor.render.findings import MARK, beyond, fix_lines, problems, verdict
 from cudadoctor.render.wrap import wrap
 
 LABEL_WIDTH = 11
@@ -101,7 +101,7 @@ def _wrapped(label: str, text: str) -> List[str]:
 def summary_line(findings: Sequence[Finding]) -> str:
     found = problems(findings)
     if not found:
-        return "No problems found."
+        return "No problems found." + beyond(findings)
     errors = sum(1 for f in found if f.severity in (Severity.ERROR, Severity.CRASHED))
     warnings = len(found) - errors
     parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((errors, "error"), (warnings, "warning")) if n]
