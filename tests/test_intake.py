@@ -428,3 +428,31 @@ def test_a_daemon_reload_before_nvml_unknown_error_is_the_container_losing_its_g
     d = diagnose_text("$ sudo systemctl daemon-reload\n$ docker exec -it trainer nvidia-smi\n"
                       "Failed to initialize NVML: Unknown Error\n")
     assert d.top is not None and d.top.category.value == "container_no_gpu" and d.top.line == 1
+
+
+# ---------------------------------------------------------------------------- context that ranks causes
+
+
+@pytest.mark.parametrize("case, category", [
+    ("b-nvdocker-k80-470-cuda117-image", "driver_too_old"),  # libcuda (DSO) 515 over kernel module 470
+    ("b-wsl-2019-no-gpu-support", "platform_unsupported"),  # Windows build 17763 before GPU in WSL
+    ("b-tf214-win10-not-built-with-cuda", "platform_unsupported"),  # tf.test.is_built_with_cuda() False, C:\\
+    ("a-ort1131-cuda12-libcublaslt11", "wrong_package_variant"),  # libcublasLt.so.11 missing beside CUDA 12.0
+])
+def test_what_the_surroundings_show_comes_first(case: str, category: str) -> None:
+    d = diagnose_text(_paste(case))  # real
+    assert d.top is not None and d.top.category.value == category and d.top.verdict == "holds"
+
+
+def test_a_kernel_module_newer_than_the_library_is_a_stale_user_space() -> None:
+    # shape of the CUDA driver's log line
+    d = diagnose_text("kernel version 550.54.15 does not match DSO version 535.104.05 -- cannot find working devices "
+                      "in this configuration\n")
+    assert d.top is not None and d.top.category.value == "driver_library_mismatch"
+
+
+def test_a_cudnn_of_another_major_is_a_cudnn_mismatch() -> None:
+    # shape of a loader error beside collect_env's cuDNN line
+    d = diagnose_text("cuDNN version: /usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0\n"
+                      "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n")
+    assert d.top is not None and d.top.category.value == "cudnn_mismatch"

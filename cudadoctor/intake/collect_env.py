@@ -15,7 +15,8 @@ from cudadoctor.model.parsers import parse_compiler_version
 KIND = "collect_env"
 _KEY = re.compile(r"^\s{0,4}([A-Za-z][A-Za-z0-9 _./()-]{1,60}?)\s*:\s?(.*)$")
 _START = ("PyTorch version:", "Collecting environment information", "Is debug build:", "CUDA used to build PyTorch:",
-          "Python platform:", "Is CUDA available:", "GPU models and configuration:", "Nvidia driver version:")
+          "Python platform:", "Is CUDA available:", "GPU models and configuration:", "Nvidia driver version:",
+          "cuDNN version:")
 _UNKNOWN = ("could not collect", "n/a", "no cuda", "", "none")
 _LIST = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
 _GPU = re.compile(r"^\s*GPU \d+:\s*(.+?)(?:\s*\(UUID:.*)?$")

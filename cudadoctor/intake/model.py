@@ -48,7 +48,7 @@ BLOCK_NAMES: Dict[str, str] = {
 CONTEXT_KEYS = frozenset({
     "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
     "cupy_version", "cupy_cuda_build", "missing_library", "xid", "kernel_module_missing", "dkms_failed",
-    "docker_gpus", "daemon_reload",
+    "docker_gpus", "daemon_reload", "windows_build", "tf_built_with_cuda", "cuda_libraries",
 })
 
 

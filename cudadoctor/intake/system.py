@@ -28,6 +28,8 @@ _MACOS_PATH = re.compile(r"/Users/[^/\s]+/|/opt/homebrew/|/Library/Frameworks/Py
 _WINDOWS_PATH = re.compile(r"\b[A-Z]:\\(?:Users|Program Files|Python\d*|ProgramData|Windows|tools|anaconda3|"
                            r"miniconda3)|\\site-packages\\|\bWinError\b|\.dll\b", re.I)
 _SITE_PYTHON = re.compile(r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages\b")
+_WINDOWS_VERSION = re.compile(r"Microsoft Windows \[Version (\d+)\.(\d+)\.(\d+)(?:\.\d+)?\]")
+_POWERSHELL = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>|ParsedHtml\s+:\s+System\.__ComObject|RawContentLength\s+:\s+\d+)")
 _DOCKER_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?root@[0-9a-f]{12}:[^#]*#")
 
 
@@ -53,6 +55,11 @@ def read(found: Found) -> None:
         uname = _UNAME.match(line)
         if uname:
             _uname(found, i, line, uname.group(1))
+        if "Microsoft Windows [Version" in line:
+            win = _WINDOWS_VERSION.search(line)
+            if win:
+                found.block("platform", i, i)
+                found.fact("windows_build", int(win.group(3)), i, "platform")
         env = _ENV.match(line)
         if env:
             key = {"CUDA_VISIBLE_DEVICES": "cuda_visible_devices", "LD_LIBRARY_PATH": "ld_library_path",
@@ -185,6 +192,10 @@ def _platform(found: Found) -> None:
             found.block("platform", i, i)
             found.fact("python", site.group(1), i, "platform")
             have.add("python")
+        if "os" not in have and _POWERSHELL.match(line):
+            found.block("platform", i, i)
+            found.fact("os", "windows", i, "platform")
+            have.add("os")
         if "wsl1" not in have and re.search(r"\b\d+\.\d+\.\d+-\d+-Microsoft\b", line):
             found.block("platform", i, i)
             found.fact("wsl", True, i, "platform")

@@ -28,11 +28,13 @@ _NAMED_VERSION = re.compile(r"^\s*[-*]?\s*(torch|pytorch|tensorflow(?:-gpu)?|jax
                             r"onnxruntime(?:-gpu)?|torchvision|torchaudio|flash[-_]attn|xformers|vllm|triton|"
                             r"bitsandbytes|transformers)(?:\.__version__)?(?:\s+version)?\s*[:=]{1,2}\s*v?"
                             r"(\d+\.\d+[\w.+]*)\s*$")
+_TF_VERSION_LINE = re.compile(r"^\s*Tensor ?Flow(?: Version)?\s*[:=]\s*(\d+\.\d+\.\d+\S*)\s*$", re.I)
 _PYTHON_LINE = re.compile(r"^\s*Python\s+(3\.\d{1,2}\.\d{1,3})\s*$")
 _INLINE_ENV = re.compile(r"(?:^|[\s$#>])(CUDA_VISIBLE_DEVICES)=(\S*)\s+\S")
 _PROMPT = re.compile(r"^\s*(?:>>>|In \[\d+\]:)?.*?\b(torch\.__version__|torch\.version\.cuda|torch\.cuda\.is_available\(\)"
                      r"|torch\.cuda\.get_arch_list\(\)|torch\.cuda\.get_device_name\([^)]*\)"
-                     r"|torch\.cuda\.get_device_capability\([^)]*\)|torch\.backends\.cudnn\.version\(\))")
+                     r"|torch\.cuda\.get_device_capability\([^)]*\)|torch\.backends\.cudnn\.version\(\)"
+                     r"|tf\.test\.is_built_with_cuda\(\)|tf\.__version__|tensorflow\.__version__)")
 
 
 def read(found: Found) -> None:
@@ -87,6 +89,10 @@ def read(found: Found) -> None:
         if named:
             found.block("platform", i, i)
             package_fact(found, i, named.group(1), named.group(2), "platform")
+        tfv = _TF_VERSION_LINE.match(line)
+        if tfv:
+            found.block("platform", i, i)
+            package_fact(found, i, "tensorflow", tfv.group(1), "platform")
         py = _PYTHON_LINE.match(line)
         if py:
             found.block("platform", i, i)
@@ -95,8 +101,10 @@ def read(found: Found) -> None:
         if inline:
             found.block("environment", i, i)
             found.fact("cuda_visible_devices", inline.group(2).strip("'\""), i, "environment")
-        if "torch." in line:
+        if "torch." in line or "tf." in line or "tensorflow." in line:
             _prompt(found, i)
+        if line.startswith("#") and "Execution Provider Library Version" in line:
+            _template_cuda(found, i)
 
 
 def _near_jax(lines: "list[str]", i: int) -> bool:
@@ -191,6 +199,18 @@ def _libraries(found: Found, i: int, line: str) -> None:
         found.fact("cudnn_system", cudnn.group(1), i, kind)
 
 
+def _template_cuda(found: Found, i: int) -> None:
+    """ONNX Runtime's issue template: '### Execution Provider Library Version' then 'CUDA 12.0'."""
+    for j in range(i + 1, min(i + 4, len(found.lines))):
+        m = re.match(r"^\s*CUDA\s+(\d+\.\d+)\b", found.lines[j])
+        if m:
+            found.block("platform", j, j)
+            found.fact("cuda_libraries", m.group(1), j, "platform")
+            return
+        if found.lines[j].strip():
+            return
+
+
 def _prompt(found: Found, i: int) -> None:
     """'>>> torch.__version__' and the value printed on the next line."""
     m = _PROMPT.match(found.lines[i])
@@ -211,6 +231,10 @@ def _prompt(found: Found, i: int) -> None:
     elif what == "torch.cuda.get_arch_list()" and value.startswith("["):
         archs = re.findall(r"sm_\d+a?|compute_\d+", value)
         key, parsed = ("torch_arch_list", archs) if archs else (None, None)
+    elif what == "tf.test.is_built_with_cuda()" and value in ("True", "False"):
+        key, parsed = "tf_built_with_cuda", value == "True"
+    elif what in ("tf.__version__", "tensorflow.__version__") and re.match(r"^\d+\.\d+\.\d+\S*$", value):
+        key, parsed = "tensorflow_version", value
     elif what.startswith("torch.cuda.get_device_name"):
         found.block("platform", i, i + 1)
         found.gpu(value, i + 1, "platform")

@@ -11,6 +11,7 @@ to paste next.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
@@ -158,10 +159,78 @@ def _context(intake: Intake, e: Explanation) -> List[Tuple[Category, str, str, O
                         secure.line, "secure-boot"))
         out.append((C.NO_DRIVER, "holds", "the NVIDIA kernel module is not built for the running kernel "
                     "(after a kernel update, DKMS must rebuild it)", missing.line, "kernel-module-missing"))
+    out.extend(_versions_in_errors(e))
+    build = chosen.get("windows_build")
+    if build is not None and isinstance(build.value, int) and build.value < WSL_GPU_BUILD and (
+            access or "nvml_error" in chosen or chosen.get("wsl") is not None):
+        out.append((C.PLATFORM_UNSUPPORTED, "holds", f"Windows build {build.value} is older than the first with GPU "
+                    f"support in WSL (Windows 10 21H2, build {WSL_GPU_BUILD}, or Windows 11): update Windows, then "
+                    "the NVIDIA Windows driver", build.line, "windows-build"))
+    tf_cuda = chosen.get("tf_built_with_cuda")
+    on_windows = os is not None and os.value == "windows" and chosen.get("wsl") is None
+    if tf_cuda is not None and tf_cuda.value is False and on_windows:
+        out.append((C.PLATFORM_UNSUPPORTED, "holds", "TensorFlow on native Windows is built without CUDA since 2.11 "
+                    "(tf.test.is_built_with_cuda() is False): use WSL 2, or TensorFlow 2.10 with CUDA 11.2",
+                    tf_cuda.line, "tensorflow-windows"))
+    out.extend(_soname_majors(chosen))
     xid = chosen.get("xid")
     if xid is not None:
         out.append((C.HARDWARE_FAULT, "holds", f"the kernel log shows Xid {xid.value}", xid.line, "xid"))
     return out
+
+
+WSL_GPU_BUILD = 19044  # Windows 10 21H2: the first general release with GPU compute in WSL 2 (Microsoft's CUDA on WSL guide)
+
+
+def _versions_in_errors(e: Explanation) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """What the versions an error names show: a driver library (DSO) newer than the kernel module is
+    a CUDA user space (a container image's forward-compatibility libcuda) the host driver is too old
+    for; an older one is a user space left behind by a driver upgrade."""
+    out: List[Tuple[Category, str, str, Optional[int], str]] = []
+    for x in e.matches:
+        groups = dict(x.match.groups)
+        kernel, dso = _major(groups.get("kernel")), _major(groups.get("dso"))
+        if kernel is None or dso is None or kernel == dso:
+            continue
+        if dso > kernel:
+            out.append((C.DRIVER_TOO_OLD, "holds", f"the CUDA driver library in use (DSO {dso}) is newer than the "
+                        f"kernel driver ({kernel}): a container image's CUDA needs a newer host driver than {kernel}",
+                        x.line_number, x.signature))
+        else:
+            out.append((C.DRIVER_LIBRARY_MISMATCH, "holds", f"the kernel driver ({kernel}) is newer than the driver "
+                        f"library in use (DSO {dso}): user-space libraries left from before a driver upgrade",
+                        x.line_number, x.signature))
+    return out
+
+
+def _major(version: Optional[str]) -> Optional[int]:
+    head = (version or "").split(".")[0]
+    return int(head) if head.isdigit() and len(head) <= 4 else None
+
+
+def _soname_majors(chosen: Dict[str, Any]) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """A library missing in one major version while the machine has another: the build was made for
+    the other CUDA (or cuDNN) major."""
+    missing = chosen.get("missing_library")
+    if missing is None:
+        return []
+    name = str(missing.value)
+    m = re.match(r"^lib(cudnn|cu\w+|nv\w+)\w*\.so\.(\d+)", name) or re.match(r"^(cudnn|cu\w+?|nv\w+?)\w*64_(\d+)\.dll$", name)
+    if m is None:
+        return []
+    family, wanted = m.group(1), int(m.group(2))
+    if family.startswith("cudnn"):
+        have = chosen.get("cudnn_system")
+        category, what = C.CUDNN_MISMATCH, "cuDNN"
+    else:
+        have = chosen.get("cuda_libraries") or chosen.get("nvcc_version")
+        category, what = C.WRONG_PACKAGE_VARIANT, "CUDA"
+    major = _major(str(have.value)) if have is not None else None
+    if have is None or major is None or major == wanted or wanted > 40:
+        return []
+    return [(category, "holds", f"the build loads {name} ({what} {wanted}); this machine has {what} {major} "
+             f"(line {have.line}): install the build for {what} {major}, or {what} {wanted}'s libraries beside it",
+             missing.line, "soname-major")]
 
 
 def _any_cuda_error(e: Explanation) -> bool:

@@ -56,7 +56,7 @@ POLL_S = 1.0  # the child is also polled this often, in case a SIGCHLD went to a
 # line of every error signature's example must contain one of these (tests/test_run.py guards it).
 KEYWORDS = (b"cuda", b"cudnn", b"cublas", b"cupy", b"nccl", b"nvidia", b"nvml", b"nvrtc", b"nvcc", b"gpu",
             b"device", b"driver", b"libcu", b"ptx", b"xid", b"sm_", b"kernel", b"jax", b"torch", b"macos", b"darwin",
-            b"host compiler", b"undefined symbol", b"winerror")
+            b"host compiler", b"undefined symbol", b"winerror", b"mma")
 SCANNED_BYTES = 8 * 1024 * 1024  # of the output before the tail, searched for KEYWORDS: ~10 ms a MiB
 
 SI_KERNEL = 0x80  # Linux <asm-generic/siginfo.h>: sent by the kernel, here by the terminal
