@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+NAMES = ("triton", "flash-attn", "xformers", "vllm")  # what probes/addons.py reads
 OTHER_TORCH = "extension-built-for-other-torch"
 GPU_UNSUPPORTED = "extension-gpu-unsupported"
 
