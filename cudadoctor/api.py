@@ -31,7 +31,7 @@ __all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "explain",
 SnapshotLike = Union[Snapshot, Report, Mapping[str, Any], str, "os.PathLike[str]"]
 TARGET_KEYS = ("driver", "gpus", "ccs", "python", "os", "platform", "gpu")
 _PYTHON_VERSION = re.compile(r"^\s*\d+\.\d+t?\s*$")
-_INSTALL_PROBES = ("host", "python", "driver", "gpus", "packages", "frameworks")
+_INSTALL_PROBES = ("host", "python", "driver", "gpus", "packages", "frameworks", "jetson")
 
 
 def collect(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, host: Optional[Host] = None,

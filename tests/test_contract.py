@@ -13,7 +13,7 @@ ENVELOPE_KEYS = ["format", "format_version", "tool_version", "data_version", "da
                  "redaction"]
 SNAPSHOT_KEYS = [
     "schema_version", "tool_version", "created_at", "host", "python", "driver", "gpus", "gpus_source", "toolkits",
-    "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s", "error_message", "smoke",
+    "libraries", "packages", "frameworks", "compilers", "env", "errors", "probe_durations_s", "error_message", "smoke", "jetson",
 ]
 DRIVER_KEYS = [
     "loaded", "driver_version", "cuda_driver_version", "nvml_version", "nvml_error",

@@ -8,7 +8,7 @@ marks the findings that follow from another one (``caused_by``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.checks.base import Check
@@ -42,7 +42,10 @@ def select(codes: Optional[Sequence[str]]) -> Tuple[Check, ...]:
 
 def run_checks(snapshot: Snapshot, matrix: Matrix, checks: Iterable[Check] = CHECKS) -> Tuple[Finding, ...]:
     found: List[Tuple[int, int, Finding]] = []
+    skip = _not_applicable(snapshot, matrix)
     for position, check in enumerate(checks):
+        if check.name in skip:
+            continue
         try:
             results = check.fn(snapshot, matrix)
         except Exception as exc:  # a bug in a check must not hide the others
@@ -58,6 +61,17 @@ def run_checks(snapshot: Snapshot, matrix: Matrix, checks: Iterable[Check] = CHE
         found.extend((check.layer, position, f) for f in results)
     ordered = [f for _, _, f in sorted(found, key=lambda t: (SEVERITY_RANK[t[2].severity], t[0], t[1]))]
     return tuple(_mark_consequences(ordered))
+
+
+def _not_applicable(snapshot: Snapshot, matrix: Matrix) -> FrozenSet[str]:
+    """The checks whose rules do not hold on this machine (a Jetson's driver is not a desktop
+    driver branch: checks/jetson.py). When that cannot be told, every check runs."""
+    from cudadoctor.checks.jetson import not_applicable
+
+    try:
+        return not_applicable(snapshot, matrix)
+    except Exception:  # the data of one table must not stop the diagnosis
+        return frozenset()
 
 
 def _mark_consequences(findings: List[Finding]) -> List[Finding]:

@@ -293,8 +293,10 @@ def _cpu_build(s: Snapshot) -> Optional[str]:
 
 
 def _cuda_builds(s: Snapshot) -> Optional[str]:
+    from cudadoctor.checks.addons import NAMES as EXTENSIONS  # built against torch: no CPU build of their own
+
     builds = [b for b in s.frameworks or () if b.variant == "cuda"]
-    if builds and not any(b.variant in (None, "cpu") for b in s.frameworks or ()):
+    if builds and not any(b.variant in (None, "cpu") for b in s.frameworks or () if b.name not in EXTENSIONS):
         return ", ".join(f"{b.name} {b.version or ''}".strip() for b in builds) + " built for CUDA"
     return None
 

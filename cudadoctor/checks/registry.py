@@ -11,9 +11,9 @@ from cudadoctor.checks.base import Check
 
 def _table() -> Tuple[Check, ...]:
     checks: List[Check] = []
-    from cudadoctor.checks import access, builds, hardware, horizon, libraries, signature, smoke, toolchain
+    from cudadoctor.checks import access, addons, builds, hardware, horizon, jetson, libraries, signature, smoke, toolchain
 
-    for module in (access, builds, horizon, libraries, toolchain, hardware, smoke, signature):
+    for module in (access, jetson, builds, addons, horizon, libraries, toolchain, hardware, smoke, signature):
         checks.extend(module.CHECKS)
     return tuple(checks)
 

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple, cast
 from cudadoctor.matrix.load import DataError, Manifest, read_manifest, read_table
 
 if TYPE_CHECKING:
+    from cudadoctor.matrix.addons import AddonData
     from cudadoctor.matrix.cuda import CudaData
     from cudadoctor.matrix.ecosystem import EcosystemData
     from cudadoctor.matrix.gpus import GpuData
+    from cudadoctor.matrix.jetson import JetsonData
     from cudadoctor.matrix.pytorch import PytorchData
     from cudadoctor.matrix.signatures import SignatureData
     from cudadoctor.matrix.toolchain import ToolchainData
@@ -27,7 +29,7 @@ __all__ = ["DataError", "Matrix"]
 
 # Each concern is a module of this package with TABLES (the files it reads), build(docs) -> its
 # typed rows and queries, and invariants(data, matrix) -> problems. Imported when first used.
-CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures")
+CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures", "jetson", "addons")
 
 # The concerns whose invariants have a module of their own (only `cudadoctor data validate` and the
 # tests need them); the others define ``invariants`` beside their rows.
@@ -98,6 +100,14 @@ class Matrix:
     @property
     def signatures(self) -> "SignatureData":
         return cast("SignatureData", self.concern("signatures"))
+
+    @property
+    def jetson(self) -> "JetsonData":
+        return cast("JetsonData", self.concern("jetson"))
+
+    @property
+    def addons(self) -> "AddonData":
+        return cast("AddonData", self.concern("addons"))
 
     # ------------------------------------------------------------------ whole-data operations
 

@@ -247,6 +247,26 @@ class Compiler:
     path: Optional[str] = None
 
 
+# --------------------------------------------------------------------------- jetson
+
+
+@dataclass(frozen=True)
+class JetsonInfo:
+    """An NVIDIA Jetson (Tegra SoC with an integrated GPU): its Jetson Linux (L4T) release and module.
+
+    The whole section is ``None`` on a machine that is not a Jetson (no ``/etc/nv_tegra_release``
+    and no ``nvidia-l4t-core`` package) and when the probe did not run.
+    """
+
+    l4t: Optional[str] = None  # "36.4.3": R36 and REVISION 4.3 of /etc/nv_tegra_release, else the package's
+    l4t_source: Optional[str] = None  # nv_tegra_release | dpkg
+    board: Optional[str] = None  # BOARD of /etc/nv_tegra_release, e.g. "generic"
+    l4t_core_package: Optional[str] = None  # dpkg version of nvidia-l4t-core, "36.4.3-20250107174145"
+    jetpack_package: Optional[str] = None  # dpkg version of nvidia-jetpack, "6.2+b77"; None: not installed
+    model: Optional[str] = None  # /proc/device-tree/model, "NVIDIA Jetson AGX Orin Developer Kit"
+    soc: Optional[str] = None  # the SoC of /proc/device-tree/compatible, "tegra234"
+
+
 # --------------------------------------------------------------------------- smoke
 
 
@@ -307,6 +327,7 @@ class Snapshot:
     probe_durations_s: Dict[str, float] = field(default_factory=dict)
     error_message: Optional[str] = None  # the error text a user saw (facts), to match against known signatures
     smoke: Optional[Tuple[SmokeResult, ...]] = None  # smoke suites' outcomes; None: not run
+    jetson: Optional[JetsonInfo] = None  # a Jetson's L4T release and module; None: not a Jetson, or not probed
 
     def framework(self, name: str) -> Optional[FrameworkBuild]:
         """The build of ``name``, or ``None`` when absent or unknown."""

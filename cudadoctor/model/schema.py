@@ -224,6 +224,21 @@ DESCRIPTIONS: Dict[str, str] = {
     "Compiler.name": "gcc, g++, clang, clang++, or the command named by $CC, $CXX or $CUDAHOSTCXX.",
     "Compiler.version": "Version from '<compiler> --version', e.g. '12.2.0'. null: unreadable.",
     "Compiler.path": "Where it was found on PATH.",
+    # ------------------------------------------------------------------ jetson
+    "Snapshot.jetson": "An NVIDIA Jetson's Jetson Linux (L4T) release and module (probe: jetson). null: not a "
+    "Jetson (no /etc/nv_tegra_release and no nvidia-l4t-core package), or not probed.",
+    "JetsonInfo": "A Jetson: Tegra SoC with an integrated GPU whose driver is part of Jetson Linux (L4T), not a "
+    "desktop driver branch.",
+    "JetsonInfo.l4t": "Jetson Linux release, e.g. '36.4.3' (R36, REVISION 4.3 of /etc/nv_tegra_release; else the "
+    "nvidia-l4t-core package version before its '-').",
+    "JetsonInfo.l4t_source": "Where l4t was read: nv_tegra_release or dpkg.",
+    "JetsonInfo.board": "BOARD of /etc/nv_tegra_release, e.g. 'generic'.",
+    "JetsonInfo.l4t_core_package": "dpkg version of nvidia-l4t-core, e.g. '36.4.3-20250107174145'. null: unknown.",
+    "JetsonInfo.jetpack_package": "dpkg version of the nvidia-jetpack meta-package, e.g. '6.2+b77'. null: not "
+    "installed or unknown.",
+    "JetsonInfo.model": "The module and carrier, from /proc/device-tree/model, e.g. 'NVIDIA Jetson AGX Orin "
+    "Developer Kit'.",
+    "JetsonInfo.soc": "The SoC, the last entry of /proc/device-tree/compatible without its vendor, e.g. 'tegra234'.",
 }
 
 

@@ -18,6 +18,7 @@ from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.versions import major
 from cudadoctor.planner.torch import COMPANIONS, Reason, TorchPlan, plan_torch
 from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framework
+from cudadoctor.planner.jetson import jetson_cuda, jetson_target, jetson_torch
 from cudadoctor.planner.managers import MANAGERS, Steps, render
 from cudadoctor.planner.plan import NoFit, PackagePlan, Result, from_no_plan, from_torch, with_reason
 from cudadoctor.planner.target import Installed, Target, with_gpu_build
@@ -94,9 +95,11 @@ def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manage
     manager = manager or ("conda" if target.conda else "pip")
     if manager not in MANAGERS:
         raise CudadoctorError(f"--manager {manager}: not one of {', '.join(MANAGERS)}")
+    cuda = cuda if cuda is not None else jetson_cuda(matrix, target)
     if cuda is not None:
         cuda = _check_cuda(matrix, cuda)
         target = with_gpu_build(target)
+    target = jetson_target(matrix, target)
     blocked = _driver_blocks_gpus(matrix, target)
     stack = _Stack()
     results = []
@@ -112,6 +115,9 @@ def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manage
 def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...], version: Optional[str],
               cuda: Optional[str], manager: str, index_url: Optional[str], stack: _Stack) -> PackageResult:
     prefer = stack.major if stack.major is not None else _stack_major(target, name)
+    jetson = jetson_torch(matrix, target, members) if name == "torch" else None
+    if jetson is not None:
+        return PackageResult(name, members, None, jetson)
     if name == "torch":
         result, gpu = _torch(matrix, target, members, _torch_version(matrix, members, version), cuda)
     else:

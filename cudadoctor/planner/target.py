@@ -61,6 +61,7 @@ class Target:
     conda: bool = False
     installed: Tuple[Installed, ...] = ()
     notes: Tuple[str, ...] = ()  # what the plan assumes about the machine
+    jetson_l4t: Optional[str] = None  # a Jetson's Jetson Linux release (planner/jetson.py)
 
     @property
     def driver_os(self) -> str:
@@ -80,7 +81,8 @@ class Target:
         parts = [self.platform + (" (WSL2)" if self.wsl else "")]
         parts.append(f"Python {self.python}" if self.python else "Python unknown")
         parts.append(f"driver {self.driver}" if self.driver else ("driver unknown" if self.described
-                                                                   else "no NVIDIA driver"))
+                                                                   else f"the driver of Jetson Linux {self.jetson_l4t}"
+                                                                   if self.jetson_l4t else "no NVIDIA driver"))
         if self.compute_capabilities:
             parts.append(f"GPU{'s' if len(self.compute_capabilities) > 1 else ''} {self.gpus_text}")
         elif self.gpu_names:
@@ -147,6 +149,7 @@ def from_snapshot(snap: Snapshot, matrix: Matrix) -> Target:
         compute_capabilities=tuple(ccs), gpu_names=tuple(names), gpu_build=bool(names and loaded),
         cpu_because=because, conda=bool(snap.python and snap.python.env_kind == "conda"),
         installed=installed_of(snap, matrix), notes=notes if names else (),
+        jetson_l4t=snap.jetson.l4t if snap.jetson else None,
     )
 
 

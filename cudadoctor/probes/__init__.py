@@ -27,7 +27,7 @@ ProbeFn = Callable[[Context], ProbeOutput]
 
 def _registry() -> Dict[str, ProbeFn]:
     # Imported here, not at module level, so that `cudadoctor --version` stays cheap.
-    from cudadoctor.probes import compilers, driver, frameworks, libraries, packages, system, toolkits
+    from cudadoctor.probes import compilers, driver, frameworks, jetson, libraries, packages, system, toolkits
 
     return {
         "host": system.probe_host,
@@ -40,6 +40,7 @@ def _registry() -> Dict[str, ProbeFn]:
         "packages": packages.probe_packages,
         "frameworks": frameworks.probe_frameworks,
         "compilers": compilers.probe_compilers,
+        "jetson": jetson.probe_jetson,
     }
 
 

@@ -17,6 +17,7 @@ from cudadoctor.model.parsers import (
     parse_python_assignments,
     parse_tf_build_info,
 )
+from cudadoctor.probes import addons
 from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context, Distribution
 
@@ -313,7 +314,7 @@ def _numba(ctx: Context) -> Optional[FrameworkBuild]:
 
 READERS: List[Callable[[Context], Optional[FrameworkBuild]]] = [
     _torch, _companion("torchvision"), _companion("torchaudio"), _tensorflow, _jax, _cupy,
-    _onnxruntime, _tensorrt, _numba,
+    _onnxruntime, _tensorrt, _numba, *addons.READERS,
 ]
 
 
