@@ -18,27 +18,14 @@ import pytest
 
 from cudadoctor.api import diagnose_text
 from github_stub import FakeGitHub, User
-from helpers import HERE, cli
+from helpers import cli, corpus_right_today
 
-CORPUS = HERE / "corpus" / "reports"
 OWNER, REPO = "acme", "trainer"
 BOT = "bot-token"  # the workflow's GITHUB_TOKEN: github-actions[bot]
 MAINTAINER = "maintainer-token"
 
 
-def _corpus() -> List[Tuple[str, str, str, str, Tuple[str, ...]]]:
-    """(slug, confirmed category, text, first verdict, asks) of each case whose first cause is right today."""
-    out = []
-    for folder in sorted(CORPUS.iterdir()):
-        case = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-        text = (folder / "paste.md").read_text(encoding="utf-8", errors="replace")
-        d = diagnose_text(text, name=folder.name)
-        if d.top is not None and d.top.category.value == case["category"]:
-            out.append((folder.name, case["category"], text, d.top.verdict, d.asks))
-    return out
-
-
-RIGHT = _corpus()
+RIGHT = corpus_right_today()
 HOLDS = [c for c in RIGHT if c[3] == "holds"][:3]
 LIKELY = [c for c in RIGHT if c[3] != "holds" and "collect_env" in " ".join(c[4])][:3]
 PICKED = HOLDS + LIKELY
