@@ -37,7 +37,7 @@ class User:
 class FakeGitHub:
     page_size: int = 100  # comments per page (GitHub's per_page, at most 100)
     tokens: Dict[str, User] = field(default_factory=dict)  # a token -> who writes with it
-    failure: Optional[str] = None  # rate-403 | rate-429 | secondary | 500 | slow | loop | elsewhere | html
+    failure: Optional[str] = None  # rate-403 | rate-429 | secondary | 500 | slow | loop | elsewhere | html | read-only
     renamed: Dict[Tuple[str, str], Tuple[str, str]] = field(default_factory=dict)  # old -> new repository
     slow_s: float = 2.0
     issues: Dict[Key, Dict[str, Any]] = field(default_factory=dict)
@@ -127,6 +127,8 @@ class FakeGitHub:
             return self._send(h, 301, {}, {"Location": h.path})
         if self.failure == "elsewhere":
             return self._send(h, 301, {}, {"Location": "https://evil.example.com" + h.path})
+        if self.failure == "read-only" and method != "GET":
+            return self._send(h, 403, {"message": "Resource not accessible by integration"})
         if auth is not None:
             token = auth.split(" ", 1)[-1]
             if token not in self.tokens:

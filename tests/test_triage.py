@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cudadoctor.api import diagnose_text
 from github_stub import FakeGitHub, User
@@ -388,6 +390,16 @@ def test_writing_without_a_token_is_refused_in_one_line(github: FakeGitHub, caps
     assert code == 2 and "commenting on" in err and "(401: Requires authentication)" in err
 
 
+def test_a_token_without_issues_write_is_one_line(github: FakeGitHub, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    github.add_issue(OWNER, REPO, 45, HOLDS[0][2])
+    github.failure = "read-only"
+    monkeypatch.setenv("GITHUB_TOKEN", BOT)
+    code, err = _error(capsys, ["triage", f"{OWNER}/{REPO}#45", "--api-url", github.url, "--post"])
+    assert code == 2 and "(403: Resource not accessible by integration)" in err
+    assert "the token in GITHUB_TOKEN needs the permission 'issues: write'" in err
+
+
 def test_a_slow_github_times_out(github: FakeGitHub, capsys: pytest.CaptureFixture[str]) -> None:
     github.add_issue(OWNER, REPO, 43, "hello")
     github.failure, github.slow_s = "slow", 1.5
@@ -434,7 +446,7 @@ def test_the_token_never_travels_in_clear_to_another_host(monkeypatch: pytest.Mo
 ])
 def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture[str], arg: str, message: str) -> None:
     code, err = _error(capsys, ["triage", arg])
-    assert code == 2 and message in err
+    assert code == 2 and message in err and "hint: give OWNER/REPO#N, an issue's URL" in err
 
 
 def test_a_bad_api_url_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -497,3 +509,25 @@ def test_the_reply_is_size_capped(github: FakeGitHub, capsys: pytest.CaptureFixt
     small = build_reply(diagnose_text(joined.text), joined, budget=300)
     assert size(small.markdown) <= 300 and small.markdown.endswith("… (cut to fit a comment)\n")
     assert small.markdown.count("```") % 2 == 0
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.one_of(
+    st.sampled_from(["RuntimeError: Found no NVIDIA driver on your system.", "PyTorch version: 2.5.1+cu124",
+                     "Nvidia driver version: 470.82.01", "CUDA used to build PyTorch: 12.4", "```", "> quoted",
+                     "<details>", "NVIDIA GeForce RTX 5080 with CUDA capability sm_120 is not compatible with the "
+                     "current PyTorch installation.", "export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz"]),
+    st.text(max_size=60)), max_size=12))
+def test_any_issue_gives_a_safe_reply(lines: List[str]) -> None:
+    """Whatever an issue holds, the reply has no control character but its newlines, every code
+    block closed, and no line of the issue outside the ones quoted."""
+    from cudadoctor.triage.issue import Issue, join
+    from cudadoctor.triage.reply import build_reply
+
+    joined = join(Issue(ref=None, title="", author="r", body="\n".join(lines)))
+    reply = build_reply(diagnose_text(joined.text), joined)
+    text = reply.markdown
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", text)
+    fences = re.findall(r"^(`{3,})", text, re.M)
+    assert len(fences) % 2 == 0
+    assert "hf_abc" not in text

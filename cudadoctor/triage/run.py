@@ -136,7 +136,8 @@ def _read_file(path: str, api_url: Optional[str]) -> Issue:
     try:
         text, _ = read_text_file(path)
     except ReadError as exc:
-        raise CudadoctorError(f"{path}: {exc.describe()}") from None
+        raise CudadoctorError(f"{path}: {exc.describe()}",
+                              hint="give OWNER/REPO#N, an issue's URL, a file or '-' (standard input)") from None
     if "\x00" in text[:65536]:
         raise CudadoctorError(f"{path}: binary data (NUL bytes), not an issue")
     name = "standard input" if path == "-" else os.path.basename(path)
