@@ -172,8 +172,7 @@ class GitHub:
         message = _message(response)
         said = f" ({code}{': ' + message if message else ''})"
         anonymous = self.token is None
-        token_hint = ("set GH_TOKEN or GITHUB_TOKEN to a token" if anonymous
-                      else f"the token in {self.token_name or 'the environment'} needs")
+        name = self.token_name or "the environment"
         remaining = response.headers.get("X-RateLimit-Remaining")
         if code == 429 or (code == 403 and (remaining == "0" or "rate limit" in message.lower())):
             return GitHubError(f"{what}: GitHub's rate limit is reached{_when(response)}{said}",
@@ -184,13 +183,17 @@ class GitHub:
                                hint=f"check {self.token_name or 'GH_TOKEN'}: it may be expired or revoked", status=code)
         if code == 403:
             writing = method != "GET"
-            return GitHubError(f"{what}: GitHub refused it{said}",
-                               hint=f"{token_hint} the permission 'issues: write'" if writing
-                               else f"{token_hint} that can read the repository", status=code)
+            if writing:
+                hint = ("set GH_TOKEN or GITHUB_TOKEN to a token with" if anonymous else f"the token in {name} needs") \
+                    + " the permission 'issues: write'"
+            else:
+                hint = ("set GH_TOKEN or GITHUB_TOKEN to a token that can read the repository" if anonymous
+                        else f"the token in {name} cannot read the repository")
+            return GitHubError(f"{what}: GitHub refused it{said}", hint=hint, status=code)
         if code == 404:
-            name = str(ref) if ref else "it"
-            return GitHubError(f"{what}: {name} was not found{said}",
-                               hint=("it may be private: " + token_hint + " that can read it") if anonymous
+            return GitHubError(f"{what}: {ref if ref else 'it'} was not found{said}",
+                               hint="it may be private: set GH_TOKEN or GITHUB_TOKEN to a token that can read it"
+                               if anonymous
                                else "check the name; a private repository needs a token that can read it",
                                status=code)
         if code == 410:
