@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -42,3 +42,25 @@ def edited_machine(name: str, change: Callable[[Dict[str, Any]], None] = lambda 
     data = copy.deepcopy(json.loads((folder / "machine.json").read_text()))
     change(data)
     return collect(RecordedHost(data, str(folder / "fs")))
+
+
+_right: Optional[List[Tuple[str, str, str, str, Tuple[str, ...]]]] = None
+
+
+def corpus_right_today() -> List[Tuple[str, str, str, str, Tuple[str, ...]]]:
+    """(slug, confirmed category, paste text, first verdict, asks) of each case of the reports
+    corpus (tests/corpus/reports) whose first ranked cause is its confirmed category today: tests
+    of what carries the diagnosis (triage) pick among them, so that the diagnosis may improve
+    without their knowing its words."""
+    global _right
+    if _right is None:
+        from cudadoctor.api import diagnose_text
+
+        _right = []
+        for folder in sorted((HERE / "corpus" / "reports").iterdir()):
+            case = json.loads((folder / "case.json").read_text(encoding="utf-8"))
+            text = (folder / "paste.md").read_text(encoding="utf-8", errors="replace")
+            d = diagnose_text(text, name=folder.name)
+            if d.top is not None and d.top.category.value == case["category"]:
+                _right.append((folder.name, case["category"], text, d.top.verdict, d.asks))
+    return _right

@@ -72,7 +72,7 @@ def failing(job: Dict[str, str]) -> ActionRun:
 def test_the_action_fails_the_job_on_a_machine_without_a_gpu(failing: ActionRun) -> None:
     assert [(s.id, s.outcome) for s in failing.steps] == [
         ("install", "success"), ("check", "success"), ("report", "success"), ("upload", "success"),
-        ("verdict", "failure")], _log(failing)
+        ("verdict", "failure"), ("triage", "skipped")], _log(failing)
     assert failing.success is False
     assert failing.step("verdict").exit_code == 1
     assert failing.outputs["exit-code"] == "1"
@@ -141,8 +141,100 @@ def test_a_package_pip_cannot_install_stops_before_check(job: Dict[str, str]) ->
     run = _run(job, package=str(Path(job["package"]).with_name("cudadoctor-9.9.9-py3-none-any.whl")))
     assert [(s.id, s.outcome) for s in run.steps] == [
         ("install", "failure"), ("check", "skipped"), ("report", "skipped"), ("upload", "skipped"),
-        ("verdict", "skipped")]
+        ("verdict", "skipped"), ("triage", "skipped")]
     assert run.uploads == ()
+
+
+# ---------------------------------------------------------------------------- the triage mode, run
+
+TRIAGE_DOCS = REPO / "docs" / "triage.md"
+JOB_TOKEN = "ghs_jobtoken"
+
+
+def _triage_workflow() -> Dict[str, Value]:
+    (text,) = [t for kind, name, t in marked_blocks(TRIAGE_DOCS.read_text()) if kind == "workflow" and name == "triage"]
+    return _mapping(load(text))
+
+
+def _triage_with() -> Dict[str, str]:
+    """The ``with:`` of docs/triage.md's workflow: the test runs the action as the docs show it."""
+    (step,) = _mapping(_mapping(_triage_workflow()["jobs"])["triage"])["steps"]  # type: ignore[misc]
+    assert str(_mapping(step)["uses"]).startswith("OWNER/cudadoctor@")
+    return {k: str(v) for k, v in _mapping(_mapping(step)["with"]).items()}
+
+
+def test_the_triage_workflow_asks_for_issues_write_only_and_reads_no_issue_text() -> None:
+    workflow = _triage_workflow()
+    assert workflow["permissions"] == {"issues": "write"}
+    assert workflow["on"] == {"issues": {"types": ["opened", "edited"]}}
+    assert _triage_with()["mode"] == "triage"
+    declared = load_action(str(ACTION))["inputs"]
+    assert isinstance(declared, dict) and set(_triage_with()) <= set(declared)
+    (block,) = [t for kind, name, t in marked_blocks(TRIAGE_DOCS.read_text()) if kind == "workflow"]
+    for text in (block, ACTION.read_text()):
+        assert "github.event" not in text  # the event reaches cudadoctor as $GITHUB_EVENT_PATH only
+
+
+def test_the_triage_mode_replies_to_the_issue_of_the_event(job: Dict[str, str], tmp_path: Path) -> None:
+    """The action in triage mode, as docs/triage.md's workflow uses it, on an `issues` event whose
+    body is a real report and carries shell syntax: the reply is posted (then edited in place on
+    the next event), the label added, the job passes, and nothing in the issue runs."""
+    from github_stub import FakeGitHub, User
+    from helpers import corpus_right_today
+
+    slug, category, text, _, _ = [c for c in corpus_right_today() if c[3] == "holds"][0]
+    marker = Path(job["workspace"]) / "pwned"
+    hostile = f"\n$(touch {marker}) `touch {marker}` \"; touch {marker}; #\n"
+    stub = FakeGitHub(tokens={JOB_TOKEN: User("github-actions[bot]", "Bot")}).start()
+    try:
+        key = stub.add_issue("acme", "trainer", 5, text + hostile, title=f"CUDA fails $(touch {marker})")
+        event = tmp_path / "event.json"
+
+        def run_event(action: str) -> ActionRun:
+            event.write_text(json.dumps({"action": action, "issue": stub.issues[key], "repository": {
+                "full_name": "acme/trainer", "url": f"{stub.url}/repos/acme/trainer"}}))
+            env = {**_job_env(), "GITHUB_EVENT_PATH": str(event), "GITHUB_EVENT_NAME": "issues",
+                   "GITHUB_API_URL": stub.url}
+            env.pop("GITHUB_TOKEN", None)
+            env.pop("GH_TOKEN", None)
+            given = {"package": job["package"], "pip-args": job["pip-args"], "python": job["python"], **_triage_with()}
+            return run_action(str(ACTION), given, env=env, runner_temp=job["runner_temp"], workspace=job["workspace"],
+                              timeout_s=STEP_TIMEOUT_S, github_token=JOB_TOKEN)
+
+        run = run_event("opened")
+        assert [(s.id, s.outcome) for s in run.steps] == [
+            ("install", "success"), ("check", "skipped"), ("report", "skipped"), ("upload", "skipped"),
+            ("verdict", "skipped"), ("triage", "success")], _log(run)
+        assert run.success and run.outputs["exit-code"] == "1" and run.outputs["category"] == category
+        (reply,) = stub.comments[key]
+        assert reply["user"]["login"] == "github-actions[bot]"
+        assert reply["body"].startswith("<!-- cudadoctor-triage -->") and f"`{slug}`" not in reply["body"]
+        assert Path(run.outputs["reply"]).read_text() == reply["body"]
+        assert reply["body"] in run.summary
+        assert stub.labels[key] == [f"cudadoctor: {category}"]
+        assert all(s.authorization == f"Bearer {JOB_TOKEN}" for s in stub.seen)
+
+        stub.issues[key]["body"] = "Edited: more below.\n" + stub.issues[key]["body"]  # the lines move
+        run = run_event("edited")
+        assert run.success, _log(run)
+        assert len(stub.comments[key]) == 1 and len(stub.requests("PATCH")) == 1
+        assert not marker.exists()
+    finally:
+        stub.stop()
+
+
+def test_the_triage_mode_fails_the_job_only_when_triage_fails(job: Dict[str, str], tmp_path: Path) -> None:
+    event = tmp_path / "push.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main", "commits": []}))
+    env = {**_job_env(), "GITHUB_EVENT_PATH": str(event)}
+    given = {"package": job["package"], "pip-args": job["pip-args"], "python": job["python"], "mode": "triage"}
+    run = run_action(str(ACTION), given, env=env, runner_temp=job["runner_temp"], workspace=job["workspace"],
+                     timeout_s=STEP_TIMEOUT_S, github_token=JOB_TOKEN)
+    assert not run.success and run.step("triage").exit_code == 2
+    assert "not an issue" in run.step("triage").log
+    run = run_action(str(ACTION), {**given, "mode": "tirage"}, env=env, runner_temp=job["runner_temp"],
+                     workspace=job["workspace"], timeout_s=STEP_TIMEOUT_S)
+    assert run.step("install").outcome == "failure" and "mode must be check or triage" in run.step("install").log
 
 
 # ---------------------------------------------------------------------------- the GitLab job, run

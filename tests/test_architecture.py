@@ -29,14 +29,16 @@ ALLOWED: Dict[str, Set[str]] = {
     "oncall": {"api", "checks", "data", "intake", "reports", "render", "host", "model", "errors", "version"},
     "api": {"checks", "data", "errors", "host", "intake", "model", "oncall", "planner", "probes", "render", "reports", "smoke",
             "version"},
+    "triage": {"api", "oncall", "reports", "render", "model", "errors", "version"},  # run wraps the API
     "pytest_plugin": {"api", "checks", "errors", "host", "model", "render", "reports", "data", "version"},
-    "cli": {"api", "checks", "data", "errors", "fleet", "host", "intake", "matrix", "model", "oncall", "planner", "render",
-            "reports", "smoke", "version"},
+    "cli": {"api", "checks", "data", "errors", "fleet", "host", "intake", "matrix", "model", "oncall", "planner",
+            "render", "reports", "smoke", "triage", "version"},
     "__init__": {"api", "errors", "oncall", "smoke", "version"},
     "__main__": {"cli"},
 }
 # The modules that wrap the API (and so may import it) besides the CLI.
-WRAPPERS = {"cudadoctor.oncall.excepthook", "cudadoctor.oncall.run_diagnose", "cudadoctor.pytest_plugin"}
+WRAPPERS = {"cudadoctor.oncall.excepthook", "cudadoctor.oncall.run_diagnose", "cudadoctor.pytest_plugin",
+            "cudadoctor.triage.run"}
 
 
 def _modules() -> Dict[str, Path]:

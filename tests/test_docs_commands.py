@@ -27,7 +27,7 @@ ROOT = HERE.parent
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 LAPTOP = MACHINES / "laptop-rtx3060-driver470-torch25-cu124"
 FENCE = re.compile(r"^(`{3,})[^\n`]*\n(.*?)^\1", re.S | re.M)
-PARSE_ONLY = {"smoke", "run", "update", "rollback"}  # a GPU, a command to run, the network, the user's store
+PARSE_ONLY = {"smoke", "run", "update", "rollback", "triage"}  # a GPU, a command to run, the network (GitHub), the user's store
 
 
 def _subcommands() -> Dict[str, Optional[click.Group]]:

@@ -201,3 +201,18 @@ def test_redacting_twice_changes_nothing_more() -> None:
     once = rd(snap)
     assert rd(once) == once
     assert not re.search(r"tok|p@q", json.dumps(once.env))
+
+
+def test_redact_texts_tells_versions_from_addresses() -> None:
+    """Lines outside a report (what triage quotes): a dotted quad after a version word or in a
+    package list's column is a version; after an address word or in prose, an address."""
+    from cudadoctor.reports.redact import redact_texts
+
+    texts = ["nvidia-cudnn-cu12        8.9.2.26", "cuDNN version: 8.9.7.29", "torch==1.2.3.4",
+             "inet 34.12.1.9/24", "connect to 52.1.2.3 failed", "again 52.1.2.3",
+             "  File \"/home/maya/x.py\", line 3", "https://bob:pw@host.example/y", "token ghp_" + "a" * 36]
+    out, summary = redact_texts(texts)
+    assert out[:3] == tuple(texts[:3])
+    assert out[3:6] == ("inet <ip-1>/24", "connect to <ip-2> failed", "again <ip-2>")
+    assert out[6:] == ('  File "/home/<user>/x.py", line 3', "https://<redacted>@host.example/y", "token <redacted>")
+    assert summary.counts["ip"] == 2

@@ -8,7 +8,8 @@ edit before pushing it.
 
 What it does like GitHub: declared inputs with their defaults (an undeclared one is an error);
 ``${{ inputs.x }}``, ``${{ steps.<id>.outputs.<name> }}``, ``${{ steps.<id>.outcome }}`` and
-``${{ runner.temp }}`` in ``run:``, ``env:``, ``with:``, ``if:`` and the outputs; ``if:`` with ``always()``,
+``${{ runner.temp }}`` and ``${{ github.token }}`` in ``run:``, ``env:``, ``with:``, ``if:``, the outputs and the
+inputs' defaults; ``if:`` with ``always()``,
 ``success()``, ``failure()``, ``==``, ``!=`` and ``&&`` (``success()`` is implied when no status
 function is named); every ``run:`` step through ``bash --noprofile --norc -eo pipefail`` with
 ``$GITHUB_OUTPUT``, ``$GITHUB_ENV``, ``$GITHUB_PATH``, ``$GITHUB_STEP_SUMMARY`` and ``$RUNNER_TEMP``.
@@ -109,16 +110,18 @@ def load_action(path: str) -> Dict[str, Value]:
 
 
 def run_action(path: str, inputs: Mapping[str, str], *, env: Mapping[str, str], runner_temp: str,
-               workspace: str, timeout_s: float = 600) -> ActionRun:
-    """Run the composite action at ``path`` with ``inputs``, in ``workspace``, as one job would."""
+               workspace: str, timeout_s: float = 600, github_token: str = "") -> ActionRun:
+    """Run the composite action at ``path`` with ``inputs``, in ``workspace``, as one job would.
+    ``github_token`` is the job's token (``${{ github.token }}``)."""
     action = load_action(path)
     declared = _mapping(action.get("inputs", {}), "inputs")
     unknown = set(inputs) - set(declared)
     if unknown:
         raise ActionError(f"unexpected input {sorted(unknown)[0]!r}")
-    values = {name: inputs.get(name, _text(_mapping(spec, f"inputs.{name}").get("default", ""), name))
-              for name, spec in declared.items()}
-    context = _Context(values, runner_temp, workspace, os.path.dirname(os.path.abspath(path)))
+    context = _Context({}, runner_temp, workspace, os.path.dirname(os.path.abspath(path)), github_token)
+    # a default may be an expression (${{ github.token }}): GitHub evaluates it, so does this runner
+    context.inputs = {name: inputs[name] if name in inputs else context.substitute(
+        _text(_mapping(spec, f"inputs.{name}").get("default", ""), name)) for name, spec in declared.items()}
     job_env = dict(env)
     path_prefix: List[str] = []
     results: List[StepResult] = []
@@ -154,9 +157,11 @@ def run_action(path: str, inputs: Mapping[str, str], *, env: Mapping[str, str], 
 class _Context:
     """The expression contexts a composite action's steps see: inputs, steps, runner, github."""
 
-    def __init__(self, inputs: Dict[str, str], runner_temp: str, workspace: str, action_path: str) -> None:
+    def __init__(self, inputs: Dict[str, str], runner_temp: str, workspace: str, action_path: str,
+                 github_token: str = "") -> None:
         self.inputs = inputs
-        self.values = {"runner.temp": runner_temp, "github.workspace": workspace, "github.action_path": action_path}
+        self.values = {"runner.temp": runner_temp, "github.workspace": workspace, "github.action_path": action_path,
+                       "github.token": github_token}
         self.steps: Dict[str, Tuple[str, Dict[str, str]]] = {}
 
     def value(self, expr: str) -> str:
@@ -373,7 +378,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         inputs = dict(item.split("=", 1) for item in args.input)
         with tempfile.TemporaryDirectory(prefix="runner-temp-") as temp:
             run = run_action(args.action, inputs, env=os.environ, runner_temp=temp, workspace=args.workspace,
-                             timeout_s=args.timeout)
+                             timeout_s=args.timeout, github_token=os.environ.get("GITHUB_TOKEN", ""))
             for step in run.steps:
                 print(f"── {step.name}: {step.outcome}" + (f" (exit {step.exit_code})" if step.exit_code else ""))
                 sys.stdout.write(step.log)

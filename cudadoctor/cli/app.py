@@ -26,6 +26,7 @@ COMMANDS = {
     "diff": "diff",
     "fleet": "fleet",
     "run": "run",
+    "triage": "triage",
 }
 
 

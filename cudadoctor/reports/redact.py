@@ -32,7 +32,8 @@ keeps the diagnosis of a redacted snapshot the same as of the original). Identif
 codes, categories, evidence, sources, statuses) are never touched.
 
 For other modules (``cudadoctor diff`` among them): :data:`REDACTED`, :data:`PLACEHOLDER` (a regex
-matching every placeholder this module writes), :func:`is_redacted` and :class:`Pseudonyms`.
+matching every placeholder this module writes), :func:`is_redacted` and :class:`Pseudonyms`;
+:func:`redact_texts` applies the same rules to texts outside a report (what triage quotes).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from cudadoctor.model import Report, Snapshot
 from cudadoctor.reports.redact_rules import (
     ASSIGNMENT, AUTH_HEADER, BARE_UUID, CONDA_TOKEN, GENERIC, GPU_PREFIX, GPU_UUID, HOME_DIR, HOME_VARIABLES,
     IDENTIFIER_FIELDS, IPV4, IPV4_RANGE, IPV6, Identity, MAC, MIN_SECRET, MIN_SECRET_ANYWHERE, SYSTEM_HOMES,
-    TOKEN_SHAPES, TRIVIAL_SECRETS, URL_CREDENTIALS, USER_VARIABLES, VERSION_FIELDS, is_secret_name,
+    TOKEN_SHAPES, TRIVIAL_SECRETS, URL_CREDENTIALS, USER_VARIABLES, VERSION_BEFORE, VERSION_FIELDS, is_secret_name,
 )
 
 REDACTED = "<redacted>"
@@ -162,6 +163,25 @@ def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bo
             "the values.")
     result: Report = dataclasses.replace(redacted, redaction=note)
     return result, summary
+
+
+def redact_texts(texts: Sequence[str], snapshot: Optional[Snapshot] = None, extra_patterns: Sequence[str] = (),
+                 local: Identity = Identity()) -> Tuple[Tuple[str, ...], RedactionSummary]:
+    """Texts that are not part of a report (the lines of an issue that ``cudadoctor triage``
+    quotes) through the same rules, with the same pseudonyms across all of them. The private
+    values are learned from ``snapshot`` (the machine the texts describe) and from the texts
+    themselves (their addresses); home folders, credentials in URLs, secret assignments and token
+    shapes are found wherever they stand."""
+    snap = snapshot if snapshot is not None else Snapshot()
+    scrubber = _Scrubber(snap, [re.compile(p) for p in extra_patterns], False, local)
+    for text in texts:  # a free text's dotted quads: addresses, unless a version stands there
+        for m in IPV4.finditer(text):
+            if _is_address(m.group(0)) and not VERSION_BEFORE.search(text[:m.start()]):
+                scrubber.ips.add(m.group(0))
+        if text.count(":") >= 2:
+            scrubber._learn_ips(IPV4.sub("", text))
+    out = tuple(scrubber(text) for text in texts)
+    return out, RedactionSummary(scrubber.counts(), tuple(extra_patterns))
 
 
 # ------------------------------------------------------------------------------ the walk

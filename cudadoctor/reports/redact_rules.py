@@ -78,6 +78,12 @@ IDENTIFIER_FIELDS = frozenset({
 })
 # Fields whose values are versions: never read as IP addresses (cuBLAS 12.4.5.8 is no address).
 VERSION_FIELDS = ("version", "cuda", "cudnn", "nccl", "glibc", "kernel")
+# In free text (the lines triage quotes), what stands before a dotted quad that is a version, not an
+# address: a version word or operator ("cuDNN version: 8.9.7.29", "==8.9.2.26"), or a package's
+# name in a list's first column ("nvidia-cudnn-cu12   8.9.2.26"), unless that word names an address.
+VERSION_BEFORE = re.compile(
+    r"(?i)(?:version|release|build|==|>=|<=|~=|!=|(?<![A-Za-z0-9])v)\s*[:=]?\s*$"
+    r"|^\s*(?!(?:inet6?|ip|addr|address|host|server|peer|from|to|via|nameserver|gateway)\s)[A-Za-z][\w.+-]*\s+$")
 
 
 
