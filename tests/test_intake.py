@@ -456,3 +456,10 @@ def test_a_cudnn_of_another_major_is_a_cudnn_mismatch() -> None:
     d = diagnose_text("cuDNN version: /usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0\n"
                       "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n")
     assert d.top is not None and d.top.category.value == "cudnn_mismatch"
+
+
+def test_vllm_asked_for_on_windows_is_a_platform_matter() -> None:
+    d = diagnose_text(_paste("a-vllm-windows-powershell-collect-env"))  # real: PowerShell's output, `pip install vllm`
+    assert d.top is not None and d.top.category.value == "platform_unsupported" and d.top.source == "vllm-platform"
+    assert diagnose_text("PS C:\\Users\\me> pip install vllm\n").top is not None
+    assert diagnose_text("$ pip install vllm\n").top is None  # on Linux nothing is wrong with asking

@@ -49,6 +49,7 @@ CONTEXT_KEYS = frozenset({
     "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
     "cupy_version", "cupy_cuda_build", "missing_library", "xid", "kernel_module_missing", "dkms_failed",
     "docker_gpus", "daemon_reload", "windows_build", "tf_built_with_cuda", "cuda_libraries",
+    "pip_install",
 })
 
 

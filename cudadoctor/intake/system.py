@@ -30,6 +30,8 @@ _WINDOWS_PATH = re.compile(r"\b[A-Z]:\\(?:Users|Program Files|Python\d*|ProgramD
 _SITE_PYTHON = re.compile(r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages\b")
 _WINDOWS_VERSION = re.compile(r"Microsoft Windows \[Version (\d+)\.(\d+)\.(\d+)(?:\.\d+)?\]")
 _POWERSHELL = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>|ParsedHtml\s+:\s+System\.__ComObject|RawContentLength\s+:\s+\d+)")
+_PIP_INSTALL = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS [A-Za-z]:[^>]{0,200}>\s*|[\w@:~/.\\-]*[$#>]\s*)?(?:python[\d.]*\s+-m\s+)?(?:pip3?|uv\s+pip)\s+"
+                          r"install\s+(.+)$")
 _DOCKER_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?root@[0-9a-f]{12}:[^#]*#")
 
 
@@ -60,6 +62,8 @@ def read(found: Found) -> None:
             if win:
                 found.block("platform", i, i)
                 found.fact("windows_build", int(win.group(3)), i, "platform")
+        if "install" in line:
+            _pip_install(found, i, line)
         env = _ENV.match(line)
         if env:
             key = {"CUDA_VISIBLE_DEVICES": "cuda_visible_devices", "LD_LIBRARY_PATH": "ld_library_path",
@@ -148,6 +152,24 @@ def _docker(found: Found, i: int, line: str) -> None:
         j += 1  # a command continued over lines
         asked = bool(_GPUS_ASKED.search(found.lines[j]))
     found.fact("docker_gpus", asked, i, "docker_run")
+
+
+def _pip_install(found: Found, i: int, line: str) -> None:
+    """'pip install -U "jax[cuda12]" torch==2.5.1': the packages asked for (not proof they installed)."""
+    m = _PIP_INSTALL.match(line)
+    if m is None:
+        return
+    names = []
+    for word in m.group(1).split():
+        word = word.strip("'\"")
+        if not word or word.startswith(("-", "http", ".", "/")) or "://" in word:
+            continue
+        name = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)", word)
+        if name:
+            names.append(name.group(1).lower().replace("_", "-"))
+    if names:
+        found.block("platform", i, i)
+        found.fact("pip_install", " ".join(names[:40]), i, "platform")
 
 
 def _os_release(found: Found, i: int, m: "re.Match[str]") -> None:

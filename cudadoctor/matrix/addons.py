@@ -115,6 +115,11 @@ class AddonData:
     def vllm_min_compute_capability(self) -> Optional[Fact]:
         return find_fact(self.vllm_facts, "min_compute_capability")
 
+    @property
+    def vllm_platforms(self) -> Optional[Fact]:
+        """The operating systems vLLM supports ('linux'), with the docs that say so."""
+        return find_fact(self.vllm_facts, "platforms")
+
     def newest(self, name: str) -> Optional[str]:
         rows = {"xformers": self.xformers, "vllm": self.vllm}.get(name, ())
         return max((r.version for r in rows), key=_pkey, default=None)

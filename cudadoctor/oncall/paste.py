@@ -84,11 +84,11 @@ def diagnose_paste(text: str, name: str, matrix: Matrix) -> PasteDiagnosis:
     snapshot = intake.snapshot()
     checked = judge(intake.text, snapshot, "paste", name, matrix)
     explanation = explain_message(intake.text, checked, matrix)
-    ranked = rank(intake, explanation)
+    ranked = rank(intake, explanation, matrix)
     return PasteDiagnosis(name, intake, explanation, ranked, asks(intake, explanation, ranked))
 
 
-def rank(intake: Intake, e: Explanation) -> Tuple[RankedCause, ...]:
+def rank(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None) -> Tuple[RankedCause, ...]:
     from cudadoctor.checks.signature import CODES
 
     out: List[RankedCause] = []
@@ -100,7 +100,7 @@ def rank(intake: Intake, e: Explanation) -> Tuple[RankedCause, ...]:
             out.append(RankedCause(category, verdict, why, line, source, label(category)))
 
     findings = e.findings or ()
-    for context in _context(intake, e):
+    for context in _context(intake, e, matrix):
         add(*context)
     for x in e.matches:
         for cause in x.causes:
@@ -127,7 +127,8 @@ def rank(intake: Intake, e: Explanation) -> Tuple[RankedCause, ...]:
 _GPU_ACCESS = {C.NO_DRIVER, C.NO_GPU, C.NVML_UNAVAILABLE, C.CONTAINER_NO_GPU, C.DRIVER_LIBRARY_MISMATCH}
 
 
-def _context(intake: Intake, e: Explanation) -> List[Tuple[Category, str, str, Optional[int], str]]:
+def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
+             ) -> List[Tuple[Category, str, str, Optional[int], str]]:
     """Causes that the surroundings of the errors show, not the errors themselves."""
     chosen = intake.chosen()
     out: List[Tuple[Category, str, str, Optional[int], str]] = []
@@ -173,6 +174,8 @@ def _context(intake: Intake, e: Explanation) -> List[Tuple[Category, str, str, O
                     "(tf.test.is_built_with_cuda() is False): use WSL 2, or TensorFlow 2.10 with CUDA 11.2",
                     tf_cuda.line, "tensorflow-windows"))
     out.extend(_soname_majors(chosen))
+    if matrix is not None and os is not None and os.value in ("windows", "macos") and chosen.get("wsl") is None:
+        out.extend(_linux_only(intake, chosen, matrix, os.value))
     xid = chosen.get("xid")
     if xid is not None:
         out.append((C.HARDWARE_FAULT, "holds", f"the kernel log shows Xid {xid.value}", xid.line, "xid"))
@@ -231,6 +234,26 @@ def _soname_majors(chosen: Dict[str, Any]) -> List[Tuple[Category, str, str, Opt
     return [(category, "holds", f"the build loads {name} ({what} {wanted}); this machine has {what} {major} "
              f"(line {have.line}): install the build for {what} {major}, or {what} {wanted}'s libraries beside it",
              missing.line, "soname-major")]
+
+
+def _linux_only(intake: Intake, chosen: Dict[str, Any], matrix: Matrix, os: str
+                ) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """A package that supports Linux only, asked for or installed on Windows or macOS."""
+    platforms = matrix.addons.vllm_platforms
+    if platforms is None or platforms.value != "linux":
+        return []
+    asked = chosen.get("pip_install")
+    where: Optional[int] = None
+    if asked is not None and "vllm" in str(asked.value).split():
+        where = asked.line
+    for f in intake.facts:
+        if where is None and f.key == "pip_packages" and str(f.value).startswith("vllm=="):
+            where = f.line
+    if where is None:
+        return []
+    name = {"windows": "Windows", "macos": "macOS"}[os]
+    return [(C.PLATFORM_UNSUPPORTED, "holds", f"vLLM supports Linux only ({platforms.source}); on {name} use WSL 2 "
+             "or a Linux machine or container", where, "vllm-platform")]
 
 
 def _any_cuda_error(e: Explanation) -> bool:
