@@ -348,7 +348,7 @@ def test_a_log_longer_than_what_is_kept_is_read_from_its_end(tmp_path: Path, cap
     path = tmp_path / "train.log"
     with open(path, "w", encoding="utf-8") as fh:
         line = "step 100 loss 0.1234 lr 3e-4 tokens/s 12345\n"
-        fh.write(line * (18 * 1024 * 1024 // len(line)))
+        fh.write(line * (10 * 1024 * 1024 // len(line)))
         fh.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
                  "capacity of 79.19 GiB of which 1.06 GiB is free.\n")
     code, out, err = cli(["diagnose", str(path), "--json"], capsys)

@@ -24,14 +24,16 @@ def lines_of(text: str) -> List[str]:
     out = []
     for raw in text.split("\n"):
         line = raw[:MAX_LINE]
-        line = _QUOTE.sub("", line)
-        if _FENCE.match(line):
+        if ">" in line[:64]:
+            line = _QUOTE.sub("", line)
+        if ("```" in line or "~~~" in line) and _FENCE.match(line):
             out.append("")
             continue
         if "<" in line:
             line = _TAG.sub("", line)
         if "&" in line:
             line = html.unescape(line)
-        line = _NBSP.sub(" ", _INVISIBLE.sub("", line))
+        if not line.isascii():
+            line = _NBSP.sub(" ", _INVISIBLE.sub("", line))
         out.append(line.rstrip())
     return out

@@ -31,9 +31,15 @@ _DLL = re.compile(r"Error loading \"[^\"]*\\([\w.-]+\.dll)\"|Could not load libr
                   r"Could not locate ([\w.-]+\.dll)")
 
 
+# A line this reader reads holds one of these
+WORDS = ("CUDA capability", "cuda capability", "found version", "compiled", "detected CUDA version", "jaxlib version",
+         "you have", ".so", ".dll")
+
+
 def read(found: Found) -> None:
     lines = found.lines
-    for i, line in enumerate(lines):
+    for i in found.lines_with(*WORDS):
+        line = lines[i]
         if len(line) < 20:
             continue
         if "CUDA capability" in line or "cuda capability" in line:

@@ -4,8 +4,9 @@ collector the readers write to (Found)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 from cudadoctor.model import Gpu, Snapshot
 
@@ -170,6 +171,30 @@ class Found:
     blocks: List[Block] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     gpus: List[Tuple[int, str, Optional[str]]] = field(default_factory=list)
+    _joined: Optional[str] = field(default=None, repr=False)
+    _starts: List[int] = field(default_factory=list, repr=False)
+
+    def lines_with(self, *words: str) -> List[int]:
+        """The 0-based numbers of the lines holding any of ``words`` (case-sensitive), in order:
+        found with str.find over the whole text, so that a reader of a few kinds of line does not
+        look at each of a long log's lines in Python."""
+        if self._joined is None:
+            self._joined = "\n".join(self.lines)
+            starts, at = [], 0
+            for text_line in self.lines:
+                starts.append(at)
+                at += len(text_line) + 1
+            self._starts = starts
+        text, starts = self._joined, self._starts
+        hits: Set[int] = set()
+        for word in words:
+            at = text.find(word)
+            while at >= 0:
+                n = bisect.bisect_right(starts, at) - 1
+                hits.add(n)
+                # go on from the next line: one hit a line is enough
+                at = text.find(word, starts[n + 1]) if n + 1 < len(starts) else -1
+        return sorted(hits)
 
     def fact(self, key: str, value: Any, line: int, block: str) -> None:
         """Record ``key = value`` read at 0-based ``line``."""

@@ -23,21 +23,21 @@ def read(found: Found) -> None:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _PIP_HEADER.match(line) and i + 1 < len(lines) and _RULE.match(lines[i + 1]):
+        if "Package" in line and _PIP_HEADER.match(line) and i + 1 < len(lines) and _RULE.match(lines[i + 1]):
             i = _rows(found, i, i + 2, "pip_list")
-        elif _CONDA_HEADER.match(line):
+        elif line.startswith("#") and _CONDA_HEADER.match(line):
             i = _rows(found, i, i + 1, "conda_list")
-        elif _BRACKETED.match(line):
+        elif "[" in line and _BRACKETED.match(line):
             _bracketed(found, i, line)
             i += 1
-        elif _FREEZE.match(line) and "[pip" not in line:
+        elif "==" in line and _FREEZE.match(line) and "[pip" not in line:
             m = _FREEZE.match(line)
             assert m is not None
             package_fact(found, i, m.group(1), m.group(2), "pip_freeze")
             found.block("pip_freeze", i, i)
             i += 1
         else:
-            installed = _INSTALLED.search(line)
+            installed = _INSTALLED.search(line) if "Successfully installed" in line else None
             if installed:
                 for dist in installed.group(1).split():
                     m = _DIST.match(dist)

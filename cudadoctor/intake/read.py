@@ -20,10 +20,11 @@ def read_text(text: str, matrix: "Matrix") -> Intake:
     for reader in READERS:
         reader(found)
     _gpu_facts(found, matrix)
-    errors = _error_lines(found, matrix)
+    joined = "\n".join(lines)
+    errors = _error_lines(found, matrix, joined)
     notes = list(found.notes) + _conflicts(found.facts)
     blocks = _merged(found.blocks + [Block("error", e.line, e.line) for e in errors])
-    return Intake(tuple(blocks), tuple(found.facts), tuple(dict.fromkeys(notes)), "\n".join(lines),
+    return Intake(tuple(blocks), tuple(found.facts), tuple(dict.fromkeys(notes)), joined,
                   tuple(found.gpus), tuple(errors))
 
 
@@ -67,9 +68,9 @@ def _block_at(found: Found, line: int) -> str:
     return "platform"
 
 
-def _error_lines(found: Found, matrix: "Matrix") -> List[Fact]:
+def _error_lines(found: Found, matrix: "Matrix", joined: str) -> List[Fact]:
     out = []
-    for m in matrix.signatures.match("\n".join(found.lines)):
+    for m in matrix.signatures.match(joined):
         n = m.line_number
         text = found.lines[n - 1] if 0 < n <= len(found.lines) else m.line
         out.append(Fact("error", m.signature.id, n, text, "error"))

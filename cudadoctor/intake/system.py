@@ -35,9 +35,20 @@ _PIP_INSTALL = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:PS [A-Za-z]:[^>]{0,200}>\s*|[\
 _DOCKER_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?root@[0-9a-f]{12}:[^#]*#")
 
 
+# A line this reader reads holds one of these
+WORDS = ("NVRM", "nouveau", "nvidia", "NVIDIA", "Nvidia", "Kernel driver in use", "modprobe", "DKMS", "dkms",
+         "SecureBoot", "Key was rejected", "daemon-reload", "docker", "podman", "capabilities: [gpu]", "runtime:",
+         "NAME=", "ID=", "Description:", "Linux ", "Darwin ", "Microsoft Windows [Version", "install", "CUDA_",
+         "LD_LIBRARY_PATH")
+# and of the paths and prompts it weighs
+HINTS = ("/Users/", "homebrew", "/Library/", "macosx_", "\\", "WinError", ".dll", "root@", "-packages", "PS ",
+         "ComObject", "RawContentLength", "Microsoft", "/usr/lib/wsl/lib", "microsoft-standard-WSL2")
+
+
 def read(found: Found) -> None:
-    for i, line in enumerate(found.lines):
-        if "NVRM" in line or "nouveau" in line or "nvidia" in line.lower():
+    for i in found.lines_with(*WORDS):
+        line = found.lines[i]
+        if "NVRM" in line or "nouveau" in line or "nvidia" in line or "NVIDIA" in line or "Nvidia" in line:
             _kernel(found, i, line)
         if "NVIDIA Corporation" in line or "Kernel driver in use" in line:
             _lspci(found, i, line)
@@ -46,15 +57,15 @@ def read(found: Found) -> None:
         if "daemon-reload" in line and re.search(r"systemctl\s+(?:--\S+\s+)*daemon-reload", line):
             found.block("platform", i, i)
             found.fact("daemon_reload", True, i, "platform")
-        if "run" in line and _DOCKER.search(line):
+        if ("docker" in line or "podman" in line) and _DOCKER.search(line):
             _docker(found, i, line)
-        elif "capabilities: [gpu]" in line or re.search(r"^\s*runtime:\s*nvidia\s*$", line):
+        elif "capabilities: [gpu]" in line or ("runtime:" in line and re.search(r"^\s*runtime:\s*nvidia\s*$", line)):
             found.block("docker_run", i, i)
             found.fact("docker_gpus", True, i, "docker_run")
-        os_line = _OS_RELEASE.match(line)
+        os_line = _OS_RELEASE.match(line) if ("NAME=" in line or "ID=" in line or "Description:" in line) else None
         if os_line:
             _os_release(found, i, os_line)
-        uname = _UNAME.match(line)
+        uname = _UNAME.match(line) if ("Linux " in line or "Darwin " in line) else None
         if uname:
             _uname(found, i, line, uname.group(1))
         if "Microsoft Windows [Version" in line:
@@ -64,7 +75,7 @@ def read(found: Found) -> None:
                 found.fact("windows_build", int(win.group(3)), i, "platform")
         if "install" in line:
             _pip_install(found, i, line)
-        env = _ENV.match(line)
+        env = _ENV.match(line) if ("CUDA_" in line or "LD_LIBRARY_PATH" in line) else None
         if env:
             key = {"CUDA_VISIBLE_DEVICES": "cuda_visible_devices", "LD_LIBRARY_PATH": "ld_library_path",
                    "CUDA_HOME": "cuda_home", "CUDA_PATH": "cuda_home"}[env.group(1)]
@@ -196,29 +207,32 @@ def _uname(found: Found, i: int, line: str, system: str) -> None:
 def _platform(found: Found) -> None:
     """Paths and prompts: weak hints, used only where no output named the OS or the container."""
     have = {f.key for f in found.facts}
-    for i, line in enumerate(found.lines):
-        if "os" not in have and _MACOS_PATH.search(line):
+    for i in found.lines_with(*HINTS):
+        line = found.lines[i]
+        if "os" not in have and ("/Users/" in line or "homebrew" in line or "/Library/" in line or "macosx_" in line) \
+                and _MACOS_PATH.search(line):
             found.block("platform", i, i)
             found.fact("os", "macos", i, "platform")
             have.add("os")
-        elif "os" not in have and _WINDOWS_PATH.search(line):
+        elif "os" not in have and ("\\" in line or "WinError" in line or ".dll" in line) and _WINDOWS_PATH.search(line):
             found.block("platform", i, i)
             found.fact("os", "windows", i, "platform")
             have.add("os")
-        if "container" not in have and _DOCKER_PROMPT.match(line):
+        if "container" not in have and "root@" in line and _DOCKER_PROMPT.match(line):
             found.block("platform", i, i)
             found.fact("container", "docker", i, "platform")
             have.add("container")
-        site = _SITE_PYTHON.search(line) if "python" not in have else None
+        site = _SITE_PYTHON.search(line) if "python" not in have and "-packages" in line else None
         if site:
             found.block("platform", i, i)
             found.fact("python", site.group(1), i, "platform")
             have.add("python")
-        if "os" not in have and _POWERSHELL.match(line):
+        if "os" not in have and ("PS " in line or "ComObject" in line or "RawContentLength" in line) \
+                and _POWERSHELL.match(line):
             found.block("platform", i, i)
             found.fact("os", "windows", i, "platform")
             have.add("os")
-        if "wsl1" not in have and re.search(r"\b\d+\.\d+\.\d+-\d+-Microsoft\b", line):
+        if "wsl1" not in have and "Microsoft" in line and re.search(r"\b\d+\.\d+\.\d+-\d+-Microsoft\b", line):
             found.block("platform", i, i)
             found.fact("wsl", True, i, "platform")
             found.fact("wsl1", True, i, "platform")

@@ -5,7 +5,7 @@ device log lines, ``jax.print_environment_info()``, ``cupy.show_config()``, ``ld
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Dict, Iterator, Optional
 
 from cudadoctor.intake.model import Found
 from cudadoctor.intake.common import os_of_text, package_fact, python_version
@@ -28,6 +28,8 @@ _NAMED_VERSION = re.compile(r"^\s*[-*]?\s*(torch|pytorch|tensorflow(?:-gpu)?|jax
                             r"onnxruntime(?:-gpu)?|torchvision|torchaudio|flash[-_]attn|xformers|vllm|triton|"
                             r"bitsandbytes|transformers)(?:\.__version__)?(?:\s+version)?\s*[:=]{1,2}\s*v?"
                             r"(\d+\.\d+[\w.+]*)\s*$")
+_NAMED_STARTS = ("torch", "pytorch", "tensorflow", "jax", "cupy", "onnxruntime", "flash", "xformers", "vllm",
+                 "triton", "bitsandbytes", "transformers")
 _TF_VERSION_LINE = re.compile(r"^\s*Tensor ?Flow(?: Version)?\s*[:=]\s*(\d+\.\d+\.\d+\S*)\s*$", re.I)
 _PYTHON_LINE = re.compile(r"^\s*Python\s+(3\.\d{1,2}\.\d{1,3})\s*$")
 _INLINE_ENV = re.compile(r"(?:^|[\s$#>])(CUDA_VISIBLE_DEVICES)=(\S*)\s+\S")
@@ -37,21 +39,30 @@ _PROMPT = re.compile(r"^\s*(?:>>>|In \[\d+\]:)?.*?\b(torch\.__version__|torch\.v
                      r"|tf\.test\.is_built_with_cuda\(\)|tf\.__version__|tensorflow\.__version__)")
 
 
+# A line this reader reads holds one of these
+WORDS = ("Cuda compilation tools", "nvcc", "gcc", "g++", "cc (", "c++ (", "cc-", "capability", "computeCapability",
+         "major:", "cuda_version", "is_cuda_build", "jax", "python", "numpy", "device info", "CuPy Version", "=>",
+         "Tensor", "tensor", "Python", "CUDA_VISIBLE_DEVICES=", "torch", "tf.", "Execution Provider Library Version",
+         "cupy", "onnxruntime", "flash", "xformers", "vllm", "triton", "bitsandbytes", "transformers")
+
+
 def read(found: Found) -> None:
     lines = found.lines
-    cupy = False
-    for i, line in enumerate(lines):
+    state = {"cupy": False}
+    for i in _todo(found, state):
+        line = lines[i]
+        cupy = state["cupy"]
         if "Cuda compilation tools" in line:
             version = parse_nvcc_version(line)
             if version:
                 found.block("nvcc", max(i - 3, 0) if i >= 3 and "nvcc" in lines[i - 3] else i, i)
                 found.fact("nvcc_version", version, i, "nvcc")
             continue
-        if re.search(r"\bnvcc: (?:command )?not found|'nvcc' is not recognized", line):
+        if "nvcc" in line and re.search(r"\bnvcc: (?:command )?not found|'nvcc' is not recognized", line):
             found.block("nvcc", i, i)
             found.fact("nvcc_version", None, i, "nvcc")
             continue
-        if _GCC.match(line):
+        if ("cc" in line or "g++" in line) and _GCC.match(line):
             version = parse_compiler_version(line.strip().replace("gcc version", "version"))
             if version:
                 found.block("gcc", i, i)
@@ -61,39 +72,39 @@ def read(found: Found) -> None:
             _tf_device(found, i, line)
         if "cuda_version" in line or "is_cuda_build" in line:
             _tf_info(found, i, line)
-        jax = _JAX.match(line)
+        jax = _JAX.match(line) if line.lstrip().startswith(("jax", "python", "numpy")) else None
         if jax and (jax.group(1) in ("jax", "jaxlib") or _near_jax(lines, i)):
             _jax(found, i, jax.group(1), jax.group(2))
             continue
-        info = _JAX_DEVICE_INFO.match(line)
+        info = _JAX_DEVICE_INFO.match(line) if "device info" in line else None
         if info:
             found.block("jax_env", i, i)
             found.gpu(info.group(1), i, "jax_env", count=int(info.group(2)))
             continue
-        devices = _JAX_DEVICES.match(line)
+        devices = _JAX_DEVICES.match(line) if "jax.devices" in line else None
         if devices:
             found.block("jax_env", i, i)
             found.fact("jax_devices", "gpu" if re.search(r"cuda|gpu", devices.group(1), re.I) else
                        "cpu" if "cpu" in devices.group(1).lower() else devices.group(1)[:40], i, "jax_env")
             continue
-        c = _CUPY.match(line)
+        c = _CUPY.match(line) if (cupy or "CuPy Version" in line) else None
         if c and (c.group(1) == "CuPy Version" or cupy):
-            cupy = True
+            state["cupy"] = True
             _cupy(found, i, c)
             continue
         if cupy and line.strip() and not re.match(r"^\s*[\w ().-]+\s*:", line):
-            cupy = False
+            state["cupy"] = False
         if "=>" in line:
             _libraries(found, i, line)
-        named = _NAMED_VERSION.match(line)
+        named = _NAMED_VERSION.match(line) if line.lstrip(" -*").startswith(_NAMED_STARTS) else None
         if named:
             found.block("platform", i, i)
             package_fact(found, i, named.group(1), named.group(2), "platform")
-        tfv = _TF_VERSION_LINE.match(line)
+        tfv = _TF_VERSION_LINE.match(line) if ("Tensor" in line or "tensor" in line) else None
         if tfv:
             found.block("platform", i, i)
             package_fact(found, i, "tensorflow", tfv.group(1), "platform")
-        py = _PYTHON_LINE.match(line)
+        py = _PYTHON_LINE.match(line) if "Python" in line else None
         if py:
             found.block("platform", i, i)
             found.fact("python", py.group(1), i, "platform")
@@ -105,6 +116,23 @@ def read(found: Found) -> None:
             _prompt(found, i)
         if line.startswith("#") and "Execution Provider Library Version" in line:
             _template_cuda(found, i)
+
+
+def _todo(found: Found, state: Dict[str, bool]) -> Iterator[int]:
+    """The lines holding one of WORDS, in order, and while a cupy.show_config() block is open,
+    every line after it (its lines hold any words)."""
+    todo = found.lines_with(*WORDS)
+    k, at = 0, -1
+    while True:
+        while k < len(todo) and todo[k] <= at:
+            k += 1
+        if state["cupy"] and at + 1 < len(found.lines):
+            at += 1
+        elif k < len(todo):
+            at = todo[k]
+        else:
+            return
+        yield at
 
 
 def _near_jax(lines: "list[str]", i: int) -> bool:

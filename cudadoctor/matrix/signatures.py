@@ -103,6 +103,10 @@ class Soname:
     note: Optional[str] = None
 
 
+# The last text matched: (the SignatureData that matched it, the text, its matches)
+_LAST: Dict[str, Tuple["SignatureData", str, Tuple["SignatureMatch", ...]]] = {}
+
+
 @dataclass(frozen=True)
 class SignatureData:
     signatures: Tuple[Signature, ...]  # sorted by id
@@ -140,9 +144,13 @@ class SignatureData:
         one match per signature, its first. Any text is accepted; [] when nothing matches."""
         if not isinstance(text, str) or not text:
             return []
+        last = _LAST.get("last")
+        if last is not None and last[0] is self and (last[1] is text or last[1] == text):
+            return list(last[2])  # one text is matched by the intake, the checks and explain: once
         scan = _Scan(text)
         found = [m for m in (scan.find(s) for s in self.signatures) if m is not None]
         found.sort(key=lambda m: (-m.signature.specificity, m.start, m.signature.id))
+        _LAST["last"] = (self, text, tuple(found))
         return found
 
     def first(self, text: str) -> Optional[SignatureMatch]:

@@ -262,7 +262,7 @@ def _list(value: Any) -> Sequence[Any]:
 # How much of a log is read. The error that matters is almost always at the end (a traceback's last
 # line, the last CUDA error before the exit), so a longer log keeps its end and its beginning (where
 # a build or a driver message may sit) and leaves out the middle, in bounded memory and time.
-LOG_TAIL = 16 * 1024 * 1024
+LOG_TAIL = 8 * 1024 * 1024
 LOG_HEAD = 1024 * 1024
 CHUNK = 1024 * 1024
 LOG_MAX = 1 << 30  # an endless stream (a device, `yes`) is read this far, then its tail is explained
