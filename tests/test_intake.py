@@ -463,3 +463,14 @@ def test_vllm_asked_for_on_windows_is_a_platform_matter() -> None:
     assert d.top is not None and d.top.category.value == "platform_unsupported" and d.top.source == "vllm-platform"
     assert diagnose_text("PS C:\\Users\\me> pip install vllm\n").top is not None
     assert diagnose_text("$ pip install vllm\n").top is None  # on Linux nothing is wrong with asking
+
+
+def test_a_value_no_fact_can_hold_is_left_out_not_a_failure() -> None:
+    from cudadoctor.intake import Fact
+
+    intake = Intake(blocks=(), facts=(Fact("driver_version", "banana", 1, "Driver Version: banana", "nvidia_smi"),
+                                      Fact("torch_version", "2.5.1", 2, "torch 2.5.1", "pip_list")), notes=(), text="")
+    snap = intake.snapshot()
+    assert snap.driver is None and snap.frameworks and snap.frameworks[0].version == "2.5.1"
+    # found by the fuzzer: a table header without a driver version
+    assert diagnose_text("| NVIDIA-SMI jax: Driver Version: PyTorch version: \n").top is None

@@ -9,12 +9,20 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from cudadoctor.checks.base import Check, ref
 from cudadoctor.checks.builds_facts import GpuFact, below, finding, gpu_facts
-from cudadoctor.matrix.addons import spec_allows
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
+
+
+def spec_allows(spec: str, version: str) -> Optional[bool]:
+    """matrix.addons.spec_allows, imported when a check needs it: the addons table module is not
+    loaded on a machine without the extensions."""
+    from cudadoctor.matrix.addons import spec_allows as allows
+
+    return allows(spec, version)
+
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 NAMES = ("triton", "flash-attn", "xformers", "vllm")  # what probes/addons.py reads

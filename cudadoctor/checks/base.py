@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Category, Finding, Fix, FixCommand, FrameworkBuild, Gpu, Severity, Snapshot
 
 CheckFn = Callable[[Snapshot, Any], List[Finding]]
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     name: str  # kebab-case, for `check NAME` and `check --list`
     fn: CheckFn

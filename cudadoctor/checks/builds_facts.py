@@ -5,8 +5,9 @@ gives."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.archs import parse_arch, parse_compute_capability, support_of
 from cudadoctor.matrix.versions import major, vkey
@@ -24,7 +25,7 @@ RUNTIME_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "onnxruntime", "tens
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuFact:
     gpu: Gpu
     name: str
@@ -41,7 +42,7 @@ class GpuFact:
         return f"GPU {self.gpu.index} ({self.name}, {self.sm})"
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchLists:
     archs: Tuple[str, ...]  # SASS targets, sm_XY
     ptx: Tuple[str, ...]  # targets shipped as PTX, as sm_XY

@@ -11,8 +11,8 @@ was left out or stayed silent never reads as "ruled out".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.checks.access import HIDE_ALL
 from cudadoctor.checks.base import Check
@@ -117,7 +117,7 @@ INTERMITTENT = frozenset({C.HARDWARE_FAULT})
 HOLDS, RULED_OUT, CANNOT_TELL, NOT_CHECKED = "holds", "ruled_out", "cannot_tell", "not_checked"
 
 
-@dataclass(frozen=True)
+@frozen
 class Cause:
     """One possible cause of a matched message, and whether it holds on the machine checked."""
 

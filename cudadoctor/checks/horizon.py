@@ -68,8 +68,10 @@ def _torch(snap: Snapshot, matrix: Matrix) -> Optional[Finding]:
 def _series(snap: Snapshot, matrix: Matrix, name: str, shown: str, assumed: str) -> Optional[Finding]:
     """A release newer than the series the framework's table reaches ('0.13.0' past jax '0.12')."""
     build = next((b for b in snap.frameworks or () if b.name == name and b.version), None)
+    if build is None or not build.version:
+        return None  # (before the table: a machine without the framework does not load it)
     newest = matrix.ecosystem.horizon(name)
-    if build is None or not build.version or not newest:
+    if not newest:
         return None
     base = build.version.split("+")[0]
     depth = len(vkey(newest))

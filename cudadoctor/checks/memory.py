@@ -10,8 +10,9 @@ give is left out, never guessed; with nothing to go on the notes name the comman
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import List, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Snapshot
 
@@ -37,7 +38,7 @@ _MAX_TEXT = 1 << 20  # the allocator's message sits near the error: a longer tex
 COMMAND = "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
 
 
-@dataclass(frozen=True)
+@frozen
 class OomFacts:
     """What an out-of-memory message says, in bytes (None: not said)."""
 

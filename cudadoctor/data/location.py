@@ -9,13 +9,13 @@ folder may be used instead: see :mod:`cudadoctor.data.store` and :mod:`cudadocto
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Optional
+from cudadoctor.record import frozen
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cudadoctor/
 
 
-@dataclass(frozen=True)
+@frozen
 class DataInfo:
     directory: str
     data_version: str

@@ -27,8 +27,8 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.version import __version__
 from cudadoctor.data.location import shipped_data_dir, shipped_origin
@@ -74,7 +74,7 @@ class NewerDataInstalled(StoreError):
         self.current = current
 
 
-@dataclass(frozen=True)
+@frozen
 class InstallResult:
     data_version: str
     directory: str
@@ -82,7 +82,7 @@ class InstallResult:
     pruned: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class InstalledBundle:
     data_version: str
     directory: str
@@ -90,7 +90,7 @@ class InstalledBundle:
     problem: Optional[str]  # None when the bundle may be used
 
 
-@dataclass(frozen=True)
+@frozen
 class DataChoice:
     directory: str
     data_version: str

@@ -19,9 +19,9 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 from urllib.parse import urljoin, urlparse
+from cudadoctor.record import frozen
 
 from cudadoctor.version import __version__
 
@@ -52,7 +52,7 @@ class UpdateError(Exception):
         super().__init__(printable(message))
 
 
-@dataclass(frozen=True)
+@frozen
 class UpdateResult:
     url: str
     data_version: str

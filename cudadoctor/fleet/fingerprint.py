@@ -9,8 +9,8 @@ dict (:mod:`cudadoctor.fleet.fields`), never from Snapshot dataclasses, for spee
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.fleet.fields import items, obj, text
 
@@ -156,7 +156,7 @@ def phrase(component: str, a: str, b: str) -> str:
     return f"{label} {a} → {b}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Change:
     """One way a configuration differs from the majority (a Difference of `cudadoctor diff`, or a
     fingerprint component diff does not show)."""

@@ -8,8 +8,8 @@ wrong type anywhere it looks becomes an :class:`Unreadable` with a one-line reas
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
+from cudadoctor.record import frozen
 
 from cudadoctor.checks.hardware import IDLE, SLOWDOWNS
 from cudadoctor.model import SCHEMA_VERSION, Severity
@@ -36,7 +36,7 @@ FAILED_SMOKE = ("failed", "error", "timeout", "crashed")
 COPY_METRICS = ("bandwidth_gbs", "gbs")
 
 
-@dataclass(frozen=True)
+@frozen
 class Signal:
     """A hardware fact worth a look: ``kind`` is memory | smoke | pcie | clocks."""
 
@@ -52,7 +52,7 @@ class Signal:
 Sample = Tuple[str, str, int, float]
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeRecord:
     node: str
     path: str
@@ -63,7 +63,7 @@ class NodeRecord:
     checked: bool  # the report carries findings (a probe-only report has none)
 
 
-@dataclass(frozen=True)
+@frozen
 class Unreadable:
     """A report that could not be used. ``kind``: unreadable | not_report | newer | duplicate."""
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.fleet.fingerprint import Change, Fingerprint
 from cudadoctor.fleet.record import NodeRecord, Result, Unreadable
@@ -24,7 +24,7 @@ RANK = {"crashed": 0, "error": 0, "warning": 1, "info": 2, "ok": 3}  # crashed c
 SIGNAL_ORDER = {"memory": 0, "smoke": 1, "pcie": 2, "clocks": 3}
 
 
-@dataclass(frozen=True)
+@frozen
 class Configuration:
     fingerprint: Fingerprint
     nodes: Tuple[str, ...]
@@ -34,7 +34,7 @@ class Configuration:
     note: str = ""  # why the changes are the fingerprint's only (a representative could not be loaded)
 
 
-@dataclass(frozen=True)
+@frozen
 class FindingCount:
     code: str
     severity: str  # the most severe seen
@@ -42,7 +42,7 @@ class FindingCount:
     nodes: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class HardwareLine:
     node: str
     gpu: Optional[int]
@@ -50,7 +50,7 @@ class HardwareLine:
     detail: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Outlier:
     node: str
     gpu: int
@@ -61,7 +61,7 @@ class Outlier:
     samples: int
 
 
-@dataclass(frozen=True)
+@frozen
 class FleetSummary:
     reported: int  # nodes with a usable report
     configurations: Tuple[Configuration, ...]  # most nodes first; the first is the majority

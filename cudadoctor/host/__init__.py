@@ -21,8 +21,9 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
+from cudadoctor.record import frozen
 
 if TYPE_CHECKING:
     from cudadoctor.host.nvml import Nvml
@@ -35,7 +36,7 @@ MAX_READ_BYTES = 4 * 1024 * 1024  # no file we read legitimately is larger
 MAX_OUTPUT_BYTES = 4 * 1024 * 1024
 
 
-@dataclass(frozen=True)
+@frozen
 class CommandResult:
     """What running a command gave. ``error`` is set when it did not run to completion."""
 
@@ -86,7 +87,7 @@ def telling_line(output: str) -> str:
     return lines[-1][:200]
 
 
-@dataclass(frozen=True)
+@frozen
 class PlatformFacts:
     system: str = ""  # platform.system(): Linux, Windows, Darwin
     release: str = ""  # kernel release
@@ -98,7 +99,7 @@ class PlatformFacts:
     extra: Dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class InterpreterFacts:
     """What a stdlib-only script learns inside the target interpreter."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Gpu, Snapshot
 
@@ -58,7 +59,7 @@ CONTEXT_KEYS = frozenset({
 SMI_BLOCKS = frozenset({"nvidia_smi", "nvidia_smi_q", "nvidia_smi_l"})
 
 
-@dataclass(frozen=True)
+@frozen
 class Fact:
     """One fact read from the text: its key (docs/facts.md), its value, and where it was read."""
 
@@ -69,7 +70,7 @@ class Fact:
     block: str  # the kind of block (BLOCK_NAMES)
 
 
-@dataclass(frozen=True)
+@frozen
 class Block:
     """A block of known output found in the text, first and last line (1-based, inclusive)."""
 
@@ -78,7 +79,7 @@ class Block:
     end: int
 
 
-@dataclass(frozen=True)
+@frozen
 class Intake:
     """What was read from a text: the blocks found, the facts (in the order read), the notes on
     what was ambiguous, and the text the error signatures are matched in (Markdown removed,
@@ -127,10 +128,20 @@ class Intake:
 
     def snapshot(self) -> Snapshot:
         """The partial Snapshot of the machine the text describes (every GPU seen, by name)."""
-        from cudadoctor.model.facts import snapshot_from_facts
+        from cudadoctor.model.facts import FactsError, snapshot_from_facts
 
         doc = self.facts_document()
-        snap = snapshot_from_facts(doc)
+        for _ in range(len(doc) + 1):
+            try:
+                snap = snapshot_from_facts(doc)
+                break
+            except FactsError as exc:  # a value read that no fact can hold: left out, not a failure
+                key = str(exc).split(":", 1)[0].split("[", 1)[0]
+                if key not in doc:
+                    raise
+                del doc[key]
+        else:  # pragma: no cover - every round removes a key
+            snap = snapshot_from_facts({})
         if self.errors:
             snap = replace(snap, error_message=self.text)
         named = [g for g in self.gpus if not g[1].endswith(("...", "\u2026"))]

@@ -8,7 +8,7 @@ import re
 from cudadoctor.intake.model import Found
 from cudadoctor.model.parsers import parse_proc_driver_version
 
-_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver Version|KMD Version):\s*(\S+)"
+_HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver Version|KMD Version):\s*(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b"
                      r"(?:\s+CUDA (?:UMD )?Version:\s*(\S+))?")
 _ROW = re.compile(r"^\|\s*(\d{1,2})\s{1,6}(\S.*?)\s+(On|Off|WDDM|TCC)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:\S+)?")
 _MEMORY = re.compile(r"\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB\s*\|")

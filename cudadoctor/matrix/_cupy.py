@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, norm_dist, prov, strs
 from cudadoctor.matrix.versions import major, vkey
@@ -12,7 +12,7 @@ FILE = "cupy.json"
 _KIND_ORDER = {"cuda": 0, "rocm": 1, "meta": 2, "sdist": 3}
 
 
-@dataclass(frozen=True)
+@frozen
 class CupyDistribution:
     """A PyPI distribution of CuPy: 'cupy-cuda12x' serves CUDA 12.0 ... 12.x."""
 
@@ -41,7 +41,7 @@ class CupyDistribution:
         return tuple(m for m in known if (low is None or m >= low) and (high is None or m <= high))
 
 
-@dataclass(frozen=True)
+@frozen
 class CupyMajor:
     """A row of CuPy's compatibility matrix."""
 
@@ -65,7 +65,7 @@ class CupyMajor:
         return self.cuda_min is not None and in_range(cuda, self.cuda_min, self.cuda_max)
 
 
-@dataclass(frozen=True)
+@frozen
 class CupyData:
     distributions: Tuple[CupyDistribution, ...]
     majors: Tuple[CupyMajor, ...]

@@ -7,8 +7,8 @@ last='0.5'`` covers 0.4.34 ... 0.5.x. ``None`` leaves that end open.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Set, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.load import provenance
 from cudadoctor.matrix.versions import VersionKey, at_least, vkey
@@ -17,7 +17,7 @@ _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 _CLAUSE = re.compile(r"^(==|>=|<=|~=|!=|<|>)(.+)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Fact:
     """A single sourced statement of a table (``facts``), e.g. the last native-Windows GPU
     TensorFlow release."""

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import (
     Checker,
@@ -23,7 +23,7 @@ from cudadoctor.matrix.versions import major
 FILE = "jax.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class JaxBuild:
     """The CUDA ``cuda_major`` build of a release range: how to install it and what it needs."""
 
@@ -48,7 +48,7 @@ class JaxBuild:
         return [f"jax[{extra}]{pin}" for extra in self.extras]
 
 
-@dataclass(frozen=True)
+@frozen
 class JaxRelease:
     first: Optional[str]
     last: Optional[str]
@@ -71,7 +71,7 @@ class JaxRelease:
         return in_range(version, self.first, self.last)
 
 
-@dataclass(frozen=True)
+@frozen
 class JaxData:
     releases: Tuple[JaxRelease, ...]
     facts: Tuple[Fact, ...]

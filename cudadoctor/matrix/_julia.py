@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, prov, span
 from cudadoctor.matrix.versions import vkey
@@ -11,7 +11,7 @@ from cudadoctor.matrix.versions import vkey
 FILE = "julia.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaJlToolkit:
     """The CUDA runtimes of one major a CUDA.jl release can use; the requirement fields override
     the release's when set."""
@@ -23,7 +23,7 @@ class CudaJlToolkit:
     min_driver_for_cuda: Optional[str]
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaJlRelease:
     first: str
     last: str
@@ -64,7 +64,7 @@ class CudaJlRelease:
         return in_range(version, self.first, self.last)
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaJlData:
     releases: Tuple[CudaJlRelease, ...]
     facts: Tuple[Fact, ...]

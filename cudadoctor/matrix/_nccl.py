@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, cu_suffix, in_range, prov
 from cudadoctor.matrix.versions import matches, vkey
@@ -11,7 +11,7 @@ from cudadoctor.matrix.versions import matches, vkey
 FILE = "nccl.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclBuild:
     cuda_major: int
     cuda: Optional[str]  # the toolkit of a redistributable build; None for a per-major wheel
@@ -19,7 +19,7 @@ class NcclBuild:
     pypi_date: Optional[str]
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclRelease:
     version: str
     builds: Tuple[NcclBuild, ...]
@@ -42,7 +42,7 @@ class NcclRelease:
         return vkey(cuda)[:1] in {(m,) for m in self.cuda_majors}
 
 
-@dataclass(frozen=True)
+@frozen
 class NcclData:
     releases: Tuple[NcclRelease, ...]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, prov, span
 from cudadoctor.matrix.versions import major, vkey
@@ -11,7 +11,7 @@ from cudadoctor.matrix.versions import major, vkey
 FILE = "onnxruntime.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class OrtBuild:
     """The CUDA ``cuda_major`` build of onnxruntime-gpu for releases first..last."""
 
@@ -36,7 +36,7 @@ class OrtBuild:
         return in_range(version, self.first, self.last)
 
 
-@dataclass(frozen=True)
+@frozen
 class OrtData:
     builds: Tuple[OrtBuild, ...]
     facts: Tuple[Fact, ...]

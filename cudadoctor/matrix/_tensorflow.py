@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, lower_bound, prov, strs
 from cudadoctor.matrix.versions import at_least, major, vkey
@@ -11,7 +11,7 @@ from cudadoctor.matrix.versions import at_least, major, vkey
 FILE = "tensorflow.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class TfConfig:
     """One row of TensorFlow's 'tested build configurations' (Linux, or native Windows up to 2.10)."""
 
@@ -37,7 +37,7 @@ class TfConfig:
         return major(self.cudnn)
 
 
-@dataclass(frozen=True)
+@frozen
 class TfPins:
     """What ``pip install tensorflow[and-cuda]==<version>`` pulls (Linux)."""
 
@@ -58,7 +58,7 @@ class TfPins:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class TfCcFloor:
     first: Optional[str]
     last: Optional[str]
@@ -68,7 +68,7 @@ class TfCcFloor:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class TensorflowData:
     configs: Tuple[TfConfig, ...]
     pins: Tuple[TfPins, ...]

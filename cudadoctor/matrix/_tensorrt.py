@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import (
     Checker,
@@ -21,7 +21,7 @@ from cudadoctor.matrix.versions import vkey
 FILE = "tensorrt.json"
 
 
-@dataclass(frozen=True)
+@frozen
 class TrtBuild:
     cuda_major: int
     cuda_min: Optional[str]  # None: not recorded
@@ -38,7 +38,7 @@ class TrtBuild:
         return in_range(cuda, self.cuda_min, self.cuda_max)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrtRelease:
     first: str
     last: str
@@ -74,7 +74,7 @@ class TrtRelease:
         return in_range(version, self.first, self.last)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrtData:
     releases: Tuple[TrtRelease, ...]
     facts: Tuple[Fact, ...]

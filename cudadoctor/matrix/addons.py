@@ -6,8 +6,8 @@ wheels pin, ``xformers.json``, ``vllm.json``)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, in_range, prov, span, spec_problems
 from cudadoctor.matrix.versions import vkey
@@ -18,7 +18,7 @@ __all__ = ["TABLES", "AddonData", "TritonPin", "TritonRelease", "FlashAttnGenera
 TABLES = ("triton.json", "flash_attn.json", "xformers.json", "vllm.json")
 
 
-@dataclass(frozen=True)
+@frozen
 class TritonPin:
     torch: str
     triton: str
@@ -28,7 +28,7 @@ class TritonPin:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class TritonRelease:
     first: str
     last: Optional[str]
@@ -41,7 +41,7 @@ class TritonRelease:
         return in_range(version, self.first, self.last)
 
 
-@dataclass(frozen=True)
+@frozen
 class FlashAttnGeneration:
     package: str  # flash-attn | flash-attn-3
     first: str
@@ -56,7 +56,7 @@ class FlashAttnGeneration:
         return in_range(version, self.first, self.last)
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchPin:
     """The torch a release of xformers or vLLM pins in its wheels' METADATA."""
 
@@ -67,7 +67,7 @@ class TorchPin:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class AddonData:
     triton_pins: Tuple[TritonPin, ...]
     triton_releases: Tuple[TritonRelease, ...]

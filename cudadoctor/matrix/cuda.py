@@ -11,8 +11,8 @@ NVIDIA publishes two rules and tools tend to pick one silently (shared/USERS.md 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.load import provenance
 from cudadoctor.matrix.versions import at_least, major, matches, vkey
@@ -31,7 +31,7 @@ class _PerOs:
         return self.windows_min_driver if os == "windows" else self.linux_min_driver
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolkitRelease(_PerOs):
     cuda: str  # "12.4.0"
     label: str
@@ -44,7 +44,7 @@ class ToolkitRelease(_PerOs):
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class MinorCompatFloor(_PerOs):
     cuda_major: int
     minor_version_compatibility: bool
@@ -55,7 +55,7 @@ class MinorCompatFloor(_PerOs):
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverBranch:
     branch: str  # "R535"
     major: int
@@ -66,7 +66,7 @@ class DriverBranch:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverSupport:
     """Can a driver run code built for a CUDA version, and by which rule?
 
@@ -81,7 +81,7 @@ class DriverSupport:
     floor_record: Optional[MinorCompatFloor]
 
 
-@dataclass(frozen=True)
+@frozen
 class CudaData:
     toolkits: Tuple[ToolkitRelease, ...]
     floors: Tuple[MinorCompatFloor, ...]

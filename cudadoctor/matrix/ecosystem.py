@@ -9,8 +9,8 @@ are data fields of the rows, never constants here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix import _cupy
 from cudadoctor.matrix import _jax
@@ -39,7 +39,7 @@ __all__ = [
 TABLES = ("tensorflow.json", "jax.json", "cupy.json", "onnxruntime.json", "tensorrt.json", "julia.json", "nccl.json")
 
 
-@dataclass(frozen=True)
+@frozen
 class EcosystemData:
     tensorflow: TensorflowData
     jax: JaxData

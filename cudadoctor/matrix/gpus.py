@@ -14,8 +14,9 @@ The lookups use indexes built once, in :func:`build`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._gpus_normalize import NVIDIA_VENDOR as NVIDIA_VENDOR
 from cudadoctor.matrix._gpus_normalize import normalize_compute_capability as normalize_compute_capability
@@ -32,7 +33,7 @@ TABLES = ("gpus.json", "architectures.json", "driver_branches.json")
 SEGMENTS = ("datacenter", "workstation", "consumer", "laptop", "embedded")
 
 
-@dataclass(frozen=True)
+@frozen
 class PciSubsystem:
     """A (device, subsystem vendor, subsystem device) triple under which NVIDIA's table gives a
     GPU one particular name. All ids lower-case '0x' hex."""
@@ -46,7 +47,7 @@ class PciSubsystem:
         return (self.device_id, self.subsystem_vendor_id, self.subsystem_device_id)
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuModel:
     name: str  # as NVML reports it: "NVIDIA H100 80GB HBM3", "Tesla T4", "Orin (nvgpu)"
     aliases: Tuple[str, ...]
@@ -71,7 +72,7 @@ class GpuModel:
         return f"{self.name} ({extra})"
 
 
-@dataclass(frozen=True)
+@frozen
 class PciRange:
     """A block of device ids NVIDIA reserves for one chip (Blackwell's from gpu-admin-tools)."""
 
@@ -84,7 +85,7 @@ class PciRange:
         return isinstance(device, int) and self.first <= device <= self.last
 
 
-@dataclass(frozen=True)
+@frozen
 class Architecture:
     name: str  # "hopper"
     generation: int  # 0 for kepler, in the order of architectures.json
@@ -108,7 +109,7 @@ class Architecture:
         return _branch_major(self.last_driver_branch)
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuDriverSupport:
     """Does a driver's branch support a GPU architecture?
 
@@ -138,7 +139,7 @@ def _branch_major(branch: Optional[str]) -> Optional[int]:
 # ---------------------------------------------------------------------- the data
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuData:
     models: Tuple[GpuModel, ...]
     architectures: Tuple[Architecture, ...]

@@ -5,8 +5,8 @@ do not apply (``jetson.json``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._ecocommon import Checker, Fact, facts_of, find_fact, prov, strs
 from cudadoctor.matrix.versions import VersionKey, at_least, vkey
@@ -17,7 +17,7 @@ TABLES = ("jetson.json",)
 FILE = TABLES[0]
 
 
-@dataclass(frozen=True)
+@frozen
 class JetsonRelease:
     """One set of JetPack components, shared by the L4T releases in ``releases`` ((l4t, jetpack))."""
 
@@ -39,7 +39,7 @@ class JetsonRelease:
         return next((jp for rel, jp in self.releases if rel == l4t), None)
 
 
-@dataclass(frozen=True)
+@frozen
 class JetsonSoc:
     soc: str  # tegra234
     family: str  # Jetson Orin
@@ -50,7 +50,7 @@ class JetsonSoc:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class JetsonMatch:
     """What the data says about an L4T release: its record, the JetPack, and whether the match is
     exact or the nearest older release of the same L4T major.minor (``assumed_from``)."""
@@ -61,7 +61,7 @@ class JetsonMatch:
     assumed_from: Optional[str] = None  # the L4T release whose record was taken, when not exact
 
 
-@dataclass(frozen=True)
+@frozen
 class JetsonData:
     releases: Tuple[JetsonRelease, ...]
     socs: Tuple[JetsonSoc, ...]

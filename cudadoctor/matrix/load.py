@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.schema_check import validate
 
@@ -28,7 +28,7 @@ class DataError(Exception):
         super().__init__(f"{file}: {shown}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Manifest:
     data_version: str
     schema_version: int

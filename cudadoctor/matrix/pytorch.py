@@ -12,9 +12,9 @@ Which GPUs a build runs on follows CUDA's rules in :mod:`.archs`, applied by
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.archs import (
     PTX_JIT,
@@ -52,7 +52,7 @@ def _split_version(version: str) -> Optional[Tuple[Tuple[int, ...], Optional[str
     return (vkey(m.group(1)), m.group(2).lower() if m.group(2) else None) if m else None
 
 
-@dataclass(frozen=True)
+@frozen
 class PlatformArchs:
     """A variant's arch lists on a platform other than Linux x86_64; archs None: not known."""
 
@@ -62,7 +62,7 @@ class PlatformArchs:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Variant:
     name: str  # "cu124", "cpu", "rocm6.2"
     cuda: Optional[str]  # "12.4"
@@ -97,7 +97,7 @@ class Variant:
         return own.archs, own.ptx or (), own.confidence, platform
 
 
-@dataclass(frozen=True)
+@frozen
 class CondaInfo:
     channel: str
     extra_channels: Tuple[str, ...]
@@ -114,7 +114,7 @@ class CondaInfo:
         return (self.channel,) + self.extra_channels
 
 
-@dataclass(frozen=True)
+@frozen
 class Release:
     version: str
     release_date: str
@@ -146,7 +146,7 @@ class Release:
         return dict(self.python_by_platform).get(platform, self.python)
 
 
-@dataclass(frozen=True)
+@frozen
 class PackageIndex:
     id: str
     kind: str  # "pip" | "conda" | "json" (an API a maintainer tool reads, never printed)
@@ -165,7 +165,7 @@ class PackageIndex:
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.url_pattern)
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchSupport:
     """Can a build run its kernels on a GPU, and through which target?
 
@@ -188,14 +188,14 @@ class ArchSupport:
         return self.kind in (SASS, PTX_JIT)
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchMatch:
     version: str
     variant: str
     support: ArchSupport
 
 
-@dataclass(frozen=True)
+@frozen
 class PytorchData:
     releases: Tuple[Release, ...]
     indexes: Tuple[PackageIndex, ...]

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Pattern, Tuple, Union
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Category
 from cudadoctor.matrix._signatures_patterns import MIN_KEYWORD as MIN_KEYWORD
@@ -50,7 +51,7 @@ CONTEXT_LINES = 3  # lines searched either side of a keyword's line
 MAX_LINE = 2000  # a matched line longer than this is cut to the match and some context
 
 
-@dataclass(frozen=True)
+@frozen
 class Signature:
     id: str
     pattern: str
@@ -75,7 +76,7 @@ class Signature:
         return self.categories[0]
 
 
-@dataclass(frozen=True)
+@frozen
 class SignatureMatch:
     signature: Signature
     groups: Mapping[str, str]  # the named groups that took part, e.g. {"lib": "libcudnn.so.8"}
@@ -89,7 +90,7 @@ class SignatureMatch:
         return self.signature.categories
 
 
-@dataclass(frozen=True)
+@frozen
 class Soname:
     """A CUDA library file by the name a loader asks for, and the pip package that ships it."""
 
@@ -107,7 +108,7 @@ class Soname:
 _LAST: Dict[str, Tuple["SignatureData", str, Tuple["SignatureMatch", ...]]] = {}
 
 
-@dataclass(frozen=True)
+@frozen
 class SignatureData:
     signatures: Tuple[Signature, ...]  # sorted by id
     sonames: Tuple[Soname, ...] = ()  # sorted by file name, then CUDA major

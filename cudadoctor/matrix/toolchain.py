@@ -18,8 +18,9 @@ the data say so (``None`` or ``status == "unknown"``) rather than guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, List, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix._toolchain_parse import cc_of_sm as cc_of_sm
 from cudadoctor.matrix._toolchain_parse import cudnn_version as cudnn_version
@@ -38,14 +39,14 @@ TOO_NEW = "too_new"
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchVariant:
     sm: str  # "sm_90a"
     first_cuda: str
     last_cuda: Optional[str]
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchRow:
     sm: str  # "sm_90"
     compute_capability: str  # "9.0"
@@ -64,7 +65,7 @@ class ArchRow:
         return next((v for v in self.variants if v.sm == sm), None)
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchSupport:
     """Can a CUDA toolkit's nvcc compile for a GPU architecture?
 
@@ -86,21 +87,21 @@ class ArchSupport:
         return self.status in (SUPPORTED, DEPRECATED)
 
 
-@dataclass(frozen=True)
+@frozen
 class MsvcRange:
     msc_ver_min: int  # 1920
     msc_ver_max: int  # 1949
     visual_studio: Optional[str]  # "2019-2022"
 
 
-@dataclass(frozen=True)
+@frozen
 class CompilerUpdate:
     cuda: str  # "12.2.2": from this update on
     gcc_max: Optional[int]
     clang_max: Optional[int]
 
 
-@dataclass(frozen=True)
+@frozen
 class HostCompilerRow:
     cuda: str  # "12.4" (major.minor)
     gcc_max: Optional[int]  # newest GCC major nvcc accepts; None: not established
@@ -114,7 +115,7 @@ class HostCompilerRow:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CudnnCuda:
     """One CUDA major a cuDNN release ships a build for."""
 
@@ -126,7 +127,7 @@ class CudnnCuda:
     min_compute_capability: Optional[str]
 
 
-@dataclass(frozen=True)
+@frozen
 class CudnnRow:
     version: str  # "9.1.0"
     prerelease: bool
@@ -152,7 +153,7 @@ class CudnnRow:
 # ---------------------------------------------------------------------------- the data
 
 
-@dataclass(frozen=True)
+@frozen
 class ToolchainData:
     archs: Tuple[ArchRow, ...]
     compilers: Tuple[HostCompilerRow, ...]

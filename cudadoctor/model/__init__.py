@@ -16,8 +16,9 @@ package supports Python 3.9.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, Optional, Tuple
+from cudadoctor.record import frozen
 
 SCHEMA_VERSION = 1
 
@@ -62,7 +63,7 @@ class Category(str, enum.Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeError:
     """A fact a probe could not read, and why."""
 
@@ -75,7 +76,7 @@ class ProbeError:
 # --------------------------------------------------------------------------- host
 
 
-@dataclass(frozen=True)
+@frozen
 class HostInfo:
     os: Optional[str] = None  # linux | windows | macos, else platform.system() in lower case
     distribution: Optional[str] = None  # PRETTY_NAME of /etc/os-release
@@ -96,7 +97,7 @@ class HostInfo:
 # --------------------------------------------------------------------------- python
 
 
-@dataclass(frozen=True)
+@frozen
 class PythonEnv:
     """The target interpreter: the environment whose stack is inspected."""
 
@@ -115,7 +116,7 @@ class PythonEnv:
 # --------------------------------------------------------------------------- driver
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverInfo:
     loaded: Optional[bool] = None  # a kernel module is loaded and answering
     driver_version: Optional[str] = None  # user-space driver (NVML / nvidia-smi)
@@ -132,7 +133,7 @@ class DriverInfo:
 # --------------------------------------------------------------------------- gpus
 
 
-@dataclass(frozen=True)
+@frozen
 class Gpu:
     index: int
     name: Optional[str] = None
@@ -166,7 +167,7 @@ class Gpu:
 # --------------------------------------------------------------------------- toolkits
 
 
-@dataclass(frozen=True)
+@frozen
 class Toolkit:
     root: str
     version: Optional[str] = None  # "13.0.88" or "12.4"
@@ -180,7 +181,7 @@ class Toolkit:
 # --------------------------------------------------------------------------- libraries
 
 
-@dataclass(frozen=True)
+@frozen
 class LibraryCopy:
     path: str
     version: Optional[str] = None
@@ -188,7 +189,7 @@ class LibraryCopy:
     realpath: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Library:
     """One CUDA library family (libcudnn, libcublas, ...) and every copy found.
 
@@ -204,7 +205,7 @@ class Library:
 # --------------------------------------------------------------------------- packages
 
 
-@dataclass(frozen=True)
+@frozen
 class Package:
     name: str  # normalised distribution name (PEP 503)
     version: Optional[str] = None  # None: installed, version not given (a package list written by hand)
@@ -217,7 +218,7 @@ class Package:
 # --------------------------------------------------------------------------- frameworks
 
 
-@dataclass(frozen=True)
+@frozen
 class FrameworkBuild:
     """A framework as built, read from its files without importing it.
 
@@ -240,7 +241,7 @@ class FrameworkBuild:
 # --------------------------------------------------------------------------- compilers
 
 
-@dataclass(frozen=True)
+@frozen
 class Compiler:
     name: str  # gcc | g++ | clang | clang++ | the command named by $CC, $CXX or $CUDAHOSTCXX
     version: Optional[str] = None
@@ -250,7 +251,7 @@ class Compiler:
 # --------------------------------------------------------------------------- jetson
 
 
-@dataclass(frozen=True)
+@frozen
 class JetsonInfo:
     """An NVIDIA Jetson (Tegra SoC with an integrated GPU): its Jetson Linux (L4T) release and module.
 
@@ -270,7 +271,7 @@ class JetsonInfo:
 # --------------------------------------------------------------------------- smoke
 
 
-@dataclass(frozen=True)
+@frozen
 class SmokeTest:
     """One test of a smoke suite, on one GPU (or none)."""
 
@@ -284,7 +285,7 @@ class SmokeTest:
     metrics: Dict[str, float] = field(default_factory=dict)  # bandwidth_gbs, max_rel_error, ...
 
 
-@dataclass(frozen=True)
+@frozen
 class SmokeResult:
     """What one suite, run in its own child process, proved or failed to prove."""
 
@@ -307,7 +308,7 @@ class SmokeResult:
 # The values of Snapshot.gpus_source (and Gpu.source) that mean a driver answered for the GPU.
 GPU_SOURCES_DRIVER = ("nvml", "nvidia-smi")
 
-@dataclass(frozen=True)
+@frozen
 class Snapshot:
     schema_version: int = SCHEMA_VERSION
     tool_version: Optional[str] = None
@@ -370,7 +371,7 @@ class Severity(str, enum.Enum):
     CRASHED = "crashed"  # the check itself raised: a bug in cudadoctor, not in the machine
 
 
-@dataclass(frozen=True)
+@frozen
 class FixCommand:
     """One command to paste. ``shell`` says where it runs (sh, or the manager it belongs to)."""
 
@@ -379,13 +380,13 @@ class FixCommand:
     note: Optional[str] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Fix:
     text: str
     commands: Tuple[FixCommand, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """A diagnosis: what is wrong (or right), why, and how to fix it (docs/findings/<code>.md)."""
 
@@ -404,7 +405,7 @@ class Finding:
 # --------------------------------------------------------------------------- report
 
 
-@dataclass(frozen=True)
+@frozen
 class Report:
     """What renderers draw: the snapshot, the findings, and the versions that produced them."""
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, Optional, TextIO, Type
+from cudadoctor.record import frozen
 
 _SysHook = Callable[[Type[BaseException], BaseException, Optional[TracebackType]], Any]
 _ThreadHook = Callable[[Any], Any]
 
 
-@dataclass(frozen=True)
+@frozen
 class _Installed:
     check: bool
     stream: Optional[TextIO]

@@ -15,8 +15,9 @@ The module is not named ``explain``: ``import cudadoctor.explain`` would replace
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # the checks and the matrix load when something is explained,
 PARTIAL = frozenset({"facts", "paste"})
 
 
-@dataclass(frozen=True)
+@frozen
 class Checked:
     """What the causes were judged against."""
 
@@ -41,7 +42,7 @@ class Checked:
     findings: Tuple[Finding, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class ExplainedMatch:
     """One known error signature found in the message, and the verdict on each of its causes."""
 
@@ -92,7 +93,7 @@ class ExplainedMatch:
         return tuple(c for c in self.causes if c.verdict == "holds")
 
 
-@dataclass(frozen=True)
+@frozen
 class Explanation:
     """The explanation of one error message. ``str()`` gives the text ``cudadoctor explain`` prints."""
 

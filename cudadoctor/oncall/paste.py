@@ -12,8 +12,8 @@ to paste next.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Category, Finding, Severity
 
@@ -31,7 +31,7 @@ ASK_ERROR = "the complete error output, from the first error line on"
 ASK_KERNEL = "the output of `sudo dmesg | grep -iE 'nvrm|xid|nvidia'`"
 
 
-@dataclass(frozen=True)
+@frozen
 class RankedCause:
     """One cause of the failure the text shows, in rank order."""
 
@@ -43,7 +43,7 @@ class RankedCause:
     label: str = ""  # the category in words ("a driver too old for the build")
 
 
-@dataclass(frozen=True)
+@frozen
 class PasteDiagnosis:
     """What ``cudadoctor diagnose FILE`` found in a pasted text."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.versions import major
@@ -32,7 +33,7 @@ _TABLES = {"torch": "pytorch", "tensorflow": "tensorflow", "jax": "jax", "cupy":
 ALIASES = {"pytorch": "torch", "onnxruntime": "onnxruntime-gpu", "jaxlib": "jax", "tensorflow-gpu": "tensorflow"}
 
 
-@dataclass(frozen=True)
+@frozen
 class PackageResult:
     name: str  # torch | tensorflow | jax | cupy | onnxruntime-gpu
     packages: Tuple[str, ...]  # what is installed: torch torchvision torchaudio
@@ -43,7 +44,7 @@ class PackageResult:
     steps: Optional[Steps] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class InstallResult:
     target: Target
     manager: str

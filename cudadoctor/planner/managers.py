@@ -12,8 +12,8 @@ conda-forge requirements as ``pixi add`` arguments and as pixi.toml lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.planner.torch import INDEX, pip_install_line
@@ -32,7 +32,7 @@ _CONDA_NAMES = {"torch": "pytorch", "onnxruntime-gpu": "onnxruntime", "jax": "ja
 _BUILD_SELECTED = ("pytorch", "tensorflow", "jaxlib", "onnxruntime")
 
 
-@dataclass(frozen=True)
+@frozen
 class Steps:
     """What to run, in order, and the file snippets a manager reads (pixi.toml)."""
 

@@ -10,8 +10,9 @@ would: the driver to install, the Python to use, the older release that still su
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.versions import at_least, vkey
 from cudadoctor.planner.torch import INDEX, NoPlan, Reason, TorchPlan
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 CUDA_KINDS = ("native", "minor_compat", "not_given")
 
 
-@dataclass(frozen=True)
+@frozen
 class Pin:
     """One requirement: ``tensorflow[and-cuda]==2.21.0``, or ``cupy-cuda12x==15.*`` when the data
     names the release series only (``exact`` False)."""
@@ -42,7 +43,7 @@ class Pin:
         return f"{self.name}{extras}{self.spec}"
 
 
-@dataclass(frozen=True)
+@frozen
 class DriverFit:
     """Whether the driver runs a build's CUDA: ``native``, ``minor_compat`` (above the major's
     floor only), ``too_old``, or ``not_given`` (the driver is unknown; ``required`` is what the
@@ -72,7 +73,7 @@ class DriverFit:
         return text
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     """One build a framework could be installed as, and how it fits the target."""
 
@@ -105,7 +106,7 @@ class Option:
                 and (self.driver is None or self.driver.ok))
 
 
-@dataclass(frozen=True)
+@frozen
 class PackagePlan:
     framework: str
     label: str  # "torch 2.9.1+cu128", "cupy-cuda12x 15.* (CUDA 12)"
@@ -131,7 +132,7 @@ class PackagePlan:
         return tuple(dict.fromkeys(s for r in self.reasons for s in r.source))
 
 
-@dataclass(frozen=True)
+@frozen
 class NoFit:
     """Nothing fits; what would."""
 

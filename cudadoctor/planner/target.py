@@ -9,8 +9,9 @@ conda env, and what is installed in it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.archs import parse_compute_capability
@@ -30,7 +31,7 @@ _FAMILIES = (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("tor
              ("tensorflow", "tensorflow"), ("jax", "jax"), ("cupy", "cupy"), ("onnxruntime", "onnxruntime"))
 
 
-@dataclass(frozen=True)
+@frozen
 class Installed:
     """A distribution of a framework in the target environment."""
 
@@ -46,7 +47,7 @@ class Installed:
         return f"{self.name} {self.version}" if self.version else self.name
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     described: bool  # from flags, not from this machine's probes
     os: str  # linux | windows | macos: whose wheels apply

@@ -21,9 +21,9 @@ driver to install, the newest build that has kernels for every GPU, the Python t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+from cudadoctor.record import frozen
 
 from cudadoctor.matrix.archs import PTX_JIT, UNSUPPORTED, parse_compute_capability, support_of
 from cudadoctor.matrix.versions import major_minor, matches, vkey
@@ -36,7 +36,7 @@ NATIVE, MINOR_COMPAT = "native", "minor_compat"
 COMPANIONS = ("torchvision", "torchaudio")
 
 
-@dataclass(frozen=True)
+@frozen
 class Reason:
     """One constraint the plan meets (or that nothing met), and the record behind it."""
 
@@ -44,7 +44,7 @@ class Reason:
     source: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchPlan:
     version: str  # "2.7.1"
     variant: str  # "cu118", "cpu"
@@ -88,7 +88,7 @@ class TorchPlan:
         return out + [self.install_command(packages)]
 
 
-@dataclass(frozen=True)
+@frozen
 class NoPlan:
     """Nothing fits; what would."""
 
@@ -129,7 +129,7 @@ def pip_install_line(requirements: Sequence[str], index_url: Optional[str] = Non
     return f"{tool} install {' '.join(quoted)}{index}"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Candidate:
     release: Any  # matrix.pytorch.Release
     variant: Any  # matrix.pytorch.Variant

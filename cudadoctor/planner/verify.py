@@ -24,10 +24,10 @@ import json
 import math
 import posixpath
 import time
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+from cudadoctor.record import frozen
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -64,14 +64,14 @@ class WheelStatus(str, enum.Enum):
     NOT_CHECKED = "not_checked"  # an index-level failure stopped the run first
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelFile:
     filename: str
     url: str
     yanked: bool = False  # PEP 592: pip still installs a yanked file for an exact == pin
 
 
-@dataclass(frozen=True)
+@frozen
 class PackageVerdict:
     name: str
     version: str
@@ -80,7 +80,7 @@ class PackageVerdict:
     reason: Optional[str] = None  # one line, when it is not
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifyResult:
     ok: bool  # every package has a wheel and the index answered
     index_url: str  # as shown (credentials removed)
@@ -97,7 +97,7 @@ class VerifyResult:
         return tuple(lines + [p.reason for p in self.packages if p.reason])
 
 
-@dataclass(frozen=True)
+@frozen
 class _File:
     filename: str
     url: str

@@ -19,8 +19,8 @@ anything that is not a wheel name. Bad *user* input (a Python or platform we can
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import FrozenSet, Iterable, List, Optional, Set, Tuple
+from cudadoctor.record import frozen
 
 from packaging.version import Version
 
@@ -55,7 +55,7 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-@dataclass(frozen=True)
+@frozen
 class WheelName:
     """What a wheel's filename says: project (PEP 503-normalised), version, build tag, tags."""
 
@@ -88,7 +88,7 @@ def parse_wheel_filename(filename: str) -> Optional[WheelName]:
     return WheelName(normalize_name(name), version, build, tags)
 
 
-@dataclass(frozen=True)
+@frozen
 class TagTarget:
     """An interpreter and platform to install for, and the wheel tags it accepts."""
 

@@ -6,6 +6,7 @@ import posixpath
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
+from cudadoctor.record import frozen
 
 from cudadoctor.host import CommandResult, Host, InterpreterError, InterpreterFacts, try_list_dir
 from cudadoctor.model import ErrorKind, ProbeError
@@ -14,7 +15,7 @@ from cudadoctor.model.parsers import parse_dist_info_dirname
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@frozen
 class Distribution:
     """An installed distribution found by its ``.dist-info`` folder name."""
 

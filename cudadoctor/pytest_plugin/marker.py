@@ -8,8 +8,8 @@ does not have (a GPU's compute capability, the list of GPUs) never skips a test.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.checks.access import HIDE_ALL
 from cudadoctor.model import Category, Finding, Gpu, Report, Severity, Snapshot
@@ -30,7 +30,7 @@ class RequirementError(ValueError):
     """A ``gpu`` marker with arguments the plugin cannot understand."""
 
 
-@dataclass(frozen=True)
+@frozen
 class GpuRequirement:
     """What a ``@pytest.mark.gpu(...)`` test needs; the defaults ask for one usable GPU."""
 

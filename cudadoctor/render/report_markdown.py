@@ -13,8 +13,8 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.model import Report, Severity, Snapshot
 from cudadoctor.render.findings import MARK, problems, verdict
@@ -30,7 +30,7 @@ from cudadoctor.render.text import data_label, framework_line, sections
 GITHUB_LIMIT = 65_536  # characters in an issue or comment body
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """What the report shows; the fitting loop turns parts off until it fits."""
 

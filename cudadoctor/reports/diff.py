@@ -13,8 +13,8 @@ of device nodes, the tool version) and facts that identify rather than describe 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.reports.diff_fields import (
     UNKNOWN,
@@ -243,7 +243,7 @@ def diff_reports(a: Report, b: Report) -> Tuple[Difference, ...]:
     return tuple(sorted(found, key=lambda d: order[d.section]))  # stable: a section keeps its order
 
 
-@dataclass(frozen=True)
+@frozen
 class Side:
     """One of the two reports compared, and where its findings come from."""
 
@@ -253,7 +253,7 @@ class Side:
     redacted: str = ""  # what redaction replaced before comparing, e.g. "1 username, 1 hostname"; "" when nothing
 
 
-@dataclass(frozen=True)
+@frozen
 class Comparison:
     """What the diff renderers draw."""
 

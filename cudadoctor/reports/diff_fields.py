@@ -3,14 +3,14 @@ comparisons of fields, of name → value mappings and of items matched by name (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from cudadoctor.record import frozen
 
 T = TypeVar("T")
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
+@frozen
 class Difference:
     """One fact that differs. ``a``/``b`` are ``None`` where the item is absent on that side
     (a package not installed, a variable not set); a fact present but unreadable is ``"unknown"``."""

@@ -4,8 +4,8 @@ toolkits, the libraries the loader finds first, framework builds and packages.""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.reports.diff_fields import (
     UNKNOWN,
@@ -245,7 +245,7 @@ def diff_toolkits(a: Snapshot, b: Snapshot) -> List[Difference]:
                          _toolkit_summary, TOOLKIT_FIELDS)
 
 
-@dataclass(frozen=True)
+@frozen
 class FirstCopy:
     """What is compared of a library family: the copy the loader finds first, its path inside the
     target environment written ``<env>/...`` (:func:`where`); the full paths and the other copies are noise."""

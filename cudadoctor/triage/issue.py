@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.triage.refs import OWNER, REPO, IssueRef, normalize_api_url
 
@@ -25,7 +25,7 @@ REPLY_AUTHORS = ("OWNER", "MEMBER", "COLLABORATOR")
 _REPOSITORY_URL = re.compile(rf"(.*)/repos/({OWNER})/({REPO})/?")
 
 
-@dataclass(frozen=True)
+@frozen
 class Comment:
     id: Optional[int]  # None: a comment of a file that has no ids (gh's JSON has node ids only)
     author: str
@@ -45,7 +45,7 @@ class Comment:
         return self.is_reply and self.id is not None and (self.bot or self.association in REPLY_AUTHORS)
 
 
-@dataclass(frozen=True)
+@frozen
 class Issue:
     ref: Optional[IssueRef]  # None: a file that does not say which issue it is
     title: str
@@ -57,7 +57,7 @@ class Issue:
     source: str = ""  # where it was read: "OWNER/REPO#N", a file's name, "standard input"
 
 
-@dataclass(frozen=True)
+@frozen
 class Part:
     """One piece of the joined text: the title, the body, or a comment, and its lines there."""
 
@@ -68,7 +68,7 @@ class Part:
     comment_id: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Joined:
     text: str
     parts: Tuple[Part, ...]

@@ -5,9 +5,9 @@ GitHub Enterprise server). Pure: nothing here asks the network."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import urlsplit
+from cudadoctor.record import frozen
 
 from cudadoctor.model.printable import printable
 
@@ -23,7 +23,7 @@ URL_PATH = re.compile(rf"/({OWNER})/({REPO})/(?:issues|pull)/([0-9]{{1,10}})/?")
 API_PATH = re.compile(rf"(/api/v3)?/repos/({OWNER})/({REPO})/(?:issues|pulls)/([0-9]{{1,10}})/?")
 
 
-@dataclass(frozen=True)
+@frozen
 class IssueRef:
     """One issue: its repository, its number, and the API that serves it (no trailing slash)."""
 

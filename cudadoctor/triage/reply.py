@@ -15,8 +15,8 @@ the reply. The whole reply is held under a report's size budget.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.model.printable import printable
 from cudadoctor.triage.issue import MARKER, Joined
@@ -39,14 +39,14 @@ _MENTION = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)
 _ON_LINE = re.compile(r"\bon line (\d+)\b")
 
 
-@dataclass(frozen=True)
+@frozen
 class Quote:
     line: int  # in the joined text
     where: str  # "body line 3"
     text: str  # redacted and escaped: safe to show
 
 
-@dataclass(frozen=True)
+@frozen
 class ShownCause:
     category: str
     label: str
@@ -57,7 +57,7 @@ class ShownCause:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Reply:
     markdown: str
     found: bool  # a cause was found

@@ -9,8 +9,9 @@ is ever run: its text is only read, matched and quoted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
+from cudadoctor.record import frozen
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.triage.issue import Issue, Joined, from_api, from_file, join
@@ -25,7 +26,7 @@ DEFAULT_LABEL_PREFIX = "cudadoctor: "
 LABEL_VERDICTS = ("holds", "likely")  # a label says what the reply says; a mere possibility gets none
 
 
-@dataclass(frozen=True)
+@frozen
 class Options:
     source: str  # OWNER/REPO#N, an issue's URL, a file, or "-"
     api_url: Optional[str] = None  # --api-url; else $GITHUB_API_URL, else what the reference implies
@@ -38,7 +39,7 @@ class Options:
     environ: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     issue: Issue
     joined: Joined
