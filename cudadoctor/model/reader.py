@@ -19,7 +19,7 @@ import os
 import stat
 import sys
 from bisect import bisect_right
-from typing import Any, BinaryIO, Deque, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, BinaryIO, Callable, Deque, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, TypeVar
 
 from cudadoctor.model import Finding, Snapshot
 from cudadoctor.model.serialize import ENVELOPE_FORMAT, from_jsonable, newer_format, snapshot_from_dict
@@ -30,6 +30,7 @@ from cudadoctor.model.serialize import ENVELOPE_FORMAT, from_jsonable, newer_for
 MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 MAX_DOCUMENT_TEXT = "16 MiB"
 _CHUNK = 1024 * 1024
+T = TypeVar("T")
 
 
 class ReadError(ValueError):
@@ -68,15 +69,23 @@ def read_document(path: str) -> bytes:
     if path == "-":
         stream = _stdin()
         return _read_capped(stream)
+    return _read_file(path, "a report file", _read_capped, MAX_DOCUMENT_BYTES)
+
+
+def _read_file(path: str, what: str, read: Callable[[Any], T], cap: Optional[int] = None) -> T:
+    """``read`` of the open file at ``path``: a regular file, a named pipe or a device, opened
+    without blocking (a pipe nobody writes to reads as empty), then read blocking (a pipe whose
+    writer is still working is read to its end). A folder ("is a folder, not WHAT"), a socket, a
+    file that cannot be opened, or a regular file over ``cap`` bytes raise :class:`ReadError`."""
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
         raise ReadError("os", exc.strerror or str(exc)) from None
     if stat.S_ISDIR(mode):
-        raise ReadError("not_file", "is a folder, not a report file")
+        raise ReadError("not_file", f"is a folder, not {what}")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         raise ReadError("not_file", "not a regular file")
-    if stat.S_ISREG(mode) and os.stat(path).st_size > MAX_DOCUMENT_BYTES:
+    if cap is not None and stat.S_ISREG(mode) and os.stat(path).st_size > cap:
         raise ReadError("too_large")  # said before reading any of it
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -85,11 +94,9 @@ def read_document(path: str) -> bytes:
         raise ReadError("os", exc.strerror or str(exc)) from None
     try:
         if not stat.S_ISREG(mode):
-            # Opening without blocking is what matters; reading blocks again, so that a pipe whose
-            # writer is still working is read to its end.
             os.set_blocking(fd, True)
         with open(fd, "rb", buffering=0, closefd=False) as fh:
-            return _read_capped(fh)
+            return read(fh)
     except OSError as exc:
         raise ReadError("os", exc.strerror or str(exc)) from None
     finally:
@@ -329,25 +336,4 @@ def read_text_file(path: str) -> Tuple[str, int]:
             return _decoded(bytes(stream)), 0
         raw = stream if hasattr(stream, "fileno") and not hasattr(stream, "encoding") else None
         return read_log(raw, None if raw is not None else stream)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise ReadError("os", exc.strerror or str(exc)) from None
-    if stat.S_ISDIR(mode):
-        raise ReadError("not_file", "is a folder, not a file")
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
-        raise ReadError("not_file", "not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise ReadError("os", exc.strerror or str(exc)) from None
-    try:
-        if not stat.S_ISREG(mode):
-            os.set_blocking(fd, True)
-        with open(fd, "rb", closefd=False) as fh:
-            return read_log(fh)
-    except OSError as exc:
-        raise ReadError("os", exc.strerror or str(exc)) from None
-    finally:
-        os.close(fd)
+    return _read_file(path, "a file", read_log)
