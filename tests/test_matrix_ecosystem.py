@@ -194,6 +194,27 @@ def test_trt_requirements(eco: EcosystemData) -> None:
     assert eco.trt_requirements("10.14") == eco.trt_requirements("10.14.1")
 
 
+@pytest.mark.parametrize("version, first, cuda12", [
+    ("10.2.0", "10.2", "12.5"), ("10.2.0.post1", "10.2", "12.5"), ("10.2.0.19", "10.2", "12.5"),
+    ("10.3.0", "10.3", "12.5"), ("10.3.0.26", "10.3", "12.5"),
+    ("10.4.0", "10.4", "12.6"), ("10.4.0.26", "10.4", "12.6"),
+])
+def test_trt_102_to_104_are_recorded_with_their_cuda_builds(eco: EcosystemData, version: str, first: str,
+                                                            cuda12: str) -> None:
+    """The PyPI releases 10.2.0-10.4.0 (tools/refresh_data.py found them missing): a CUDA 11.8 and a
+    CUDA 12 build named for 12.5 (10.2, 10.3) or 12.6 (10.4), Volta still supported, cp38-cp312."""
+    rel = eco.trt_requirements(version)
+    assert rel is not None and rel.first == first and rel.cuda_majors == (11, 12)
+    b11, b12 = rel.build(11), rel.build(12)
+    assert b11 is not None and b11.covers("11.8") and not b11.covers("12.0")
+    assert b12 is not None and (b12.cuda_max, b12.built_with) == (cuda12, cuda12) and b12.cuda_min is None
+    assert b12.covers(cuda12) and not b12.covers("12.7")
+    assert b12.covers("12.6") is (cuda12 == "12.6")
+    assert rel.min_compute_capability == "7.0" and rel.python == ("3.8", "3.9", "3.10", "3.11", "3.12")
+    assert rel.pip_default_cuda_major == 12 and "tensorrt-cu12-bindings" in rel.pip_for(12)
+    assert rel.pip_for(11) == ("tensorrt-cu11", "tensorrt-cu11-libs", "tensorrt-cu11-bindings")
+
+
 def test_cudajl_requirements(eco: EcosystemData, matrix: Matrix) -> None:
     rel = eco.cudajl_requirements("5.8.5")
     assert rel is not None and rel.min_julia == "1.10" and rel.cuda_majors == (12, 13)
