@@ -46,6 +46,8 @@ def test_extension_pins(matrix: Matrix) -> None:
     a = matrix.addons
     assert a.vllm_torch("0.10.1.1").torch == "==2.7.1"  # type: ignore[union-attr]
     assert a.vllm_torch("0.6.4.post1").torch == "==2.5.1"  # type: ignore[union-attr]
+    assert a.vllm_torch("0.33.0").torch == "==2.14.0"  # type: ignore[union-attr]  # the newest on PyPI, 2026-11-02
+    assert a.vllm_platforms is not None and a.vllm_platforms.value == "linux"
     assert a.xformers_torch("0.0.31").torch == "==2.7.1"  # type: ignore[union-attr]
     assert a.flash_attn_generation("flash-attn", "2.8.3").min_compute_capability == "8.0"  # type: ignore[union-attr]
     assert a.flash_attn_generation("flash-attn", "1.0.9").min_compute_capability == "7.5"  # type: ignore[union-attr]
