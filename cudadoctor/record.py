@@ -1,14 +1,14 @@
-"""``@frozen``: a frozen dataclass whose ``__eq__``, ``__hash__`` and ``__repr__`` are shared
-functions instead of code generated for each class.
+"""``@frozen``: a frozen dataclass whose ``__eq__``, ``__hash__``, ``__repr__`` and frozen
+``__setattr__``/``__delattr__`` are shared functions instead of code generated for each class.
 
 ``dataclasses`` writes and compiles the source of six methods for each frozen class; cudadoctor
-has some 150 of them, and compiling their comparison, hash and repr methods was a third of what
-`cudadoctor check` spent importing. These shared methods behave as the generated ones do:
+has some 150 of them, and compiling them was a third of what `cudadoctor check` spent importing.
+Only ``__init__`` is still generated. The shared methods behave as the generated ones do:
 equality compares the fields with ``compare=True`` as tuples, only between instances of the
-same class; the hash is that of the same tuple (of the fields with ``hash`` unset and
-``compare`` set, or ``hash=True``); repr lists the fields with ``repr=True``. ``__init__`` and
-the frozen ``__setattr__``/``__delattr__`` are still generated; ``fields()``, ``replace()`` and
-``asdict()`` work as on any dataclass.
+same class; the hash is that of the same tuple (the fields with ``hash`` unset and ``compare``
+set, or ``hash=True``); repr lists the fields with ``repr=True``; ``__init__`` sets each field
+once, and any assignment or deletion after that raises ``FrozenInstanceError``. ``fields()``,
+``replace()`` and ``asdict()`` work as on any dataclass.
 """
 
 from __future__ import annotations
@@ -50,6 +50,17 @@ def _hash(self: Any) -> int:
     return hash(tuple(getattr(self, n) for n in _names(self.__class__)[1]))
 
 
+def _setattr(self: Any, name: str, value: Any) -> None:
+    # __init__ sets each field once; after that, as on a frozen dataclass, nothing can be set
+    if name in self.__dict__ or name not in self.__dataclass_fields__:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)
+
+
+def _delattr(self: Any, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+
 def _repr(self: Any) -> str:
     shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _names(self.__class__)[2])
     return f"{self.__class__.__qualname__}({shown})"
@@ -58,8 +69,9 @@ def _repr(self: Any) -> str:
 @dataclass_transform(frozen_default=True, eq_default=True, field_specifiers=(dataclasses.field,))
 def frozen(cls: Type[T]) -> Type[T]:
     """The class as ``@dataclass(frozen=True)`` makes it, with the shared methods."""
-    made = dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
-    for name, method in (("__eq__", _eq), ("__hash__", _hash), ("__repr__", _repr)):
+    made = dataclasses.dataclass(eq=False, repr=False)(cls)
+    for name, method in (("__eq__", _eq), ("__hash__", _hash), ("__repr__", _repr), ("__setattr__", _setattr),
+                         ("__delattr__", _delattr)):
         if name not in cls.__dict__:
             setattr(made, name, method)
     return made
