@@ -52,9 +52,10 @@ def _hash(self: Any) -> int:
 
 def _setattr(self: Any, name: str, value: Any) -> None:
     # __init__ sets each field once; after that, as on a frozen dataclass, nothing can be set
-    if name in self.__dict__ or name not in self.__dataclass_fields__:
+    known = self.__dict__
+    if name in known or name not in self.__dataclass_fields__:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-    object.__setattr__(self, name, value)
+    known[name] = value  # what object.__setattr__ does for a plain attribute, without the call
 
 
 def _delattr(self: Any, name: str) -> None:
