@@ -71,6 +71,8 @@ def _read_any(path: str) -> Any:
     from cudadoctor.model.reader import LOG_HEAD, LOG_TAIL, ReadError, parse, read_text_file
     from cudadoctor.model.serialize import newer_format
 
+    if path == "-" and _a_terminal(sys.stdin):
+        sys.stderr.write("cudadoctor: reading a report, facts or pasted text from standard input (end with Ctrl-D)\n")
     try:
         text, left_out = read_text_file(path)
     except ReadError as exc:
@@ -96,6 +98,13 @@ def _read_any(path: str) -> Any:
     if newer is not None:
         raise CudadoctorError(f"{path}: {ReadError('newer', newer).describe()}")
     return value if isinstance(value, dict) else text
+
+
+def _a_terminal(stream: Any) -> bool:
+    try:
+        return stream is not None and bool(stream.isatty())
+    except (ValueError, OSError, AttributeError):  # closed, or no such method
+        return False
 
 
 def _paste(text: str, path: str, checks: Tuple[str, ...], as_json: bool, fmt: Optional[str], verbose: bool,
