@@ -127,3 +127,14 @@ def test_a_regular_file_is_still_replaced_whole(tmp_path: Path) -> None:
     assert path.read_text() == "new"
     write_output(str(tmp_path / "new" / "r.md"), "made")
     assert (tmp_path / "new" / "r.md").read_text() == "made"
+
+
+def test_the_nvml_library_is_looked_for_where_the_loader_looks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A certain 'not there' skips importing ctypes; the library in LD_LIBRARY_PATH is found."""
+    from cudadoctor.host import nvml
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    absent = nvml._loader_may_find("libcudadoctor-test-absent.so.1")
+    (tmp_path / "libcudadoctor-test-absent.so.1").write_bytes(b"")
+    assert nvml._loader_may_find("libcudadoctor-test-absent.so.1") is True
+    assert absent is False or not os.path.exists("/etc/ld.so.cache")  # the cache cannot name our made-up soname

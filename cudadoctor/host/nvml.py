@@ -150,18 +150,44 @@ class RealNvml:
 def _library_missing() -> Optional[str]:
     """On Linux pynvml's nvmlInit dlopens 'libnvidia-ml.so.1'. Trying that first costs a
     fraction of importing pynvml (which pulls in ctypes.util, shutil, tempfile, ...) and gives
-    the same answer on the many machines that have no driver at all."""
+    the same answer on the many machines that have no driver at all. Where the library is in
+    none of the places the dynamic loader looks, not even ctypes is imported."""
     import sys
 
     if not sys.platform.startswith("linux"):
         return None
+    if not _loader_may_find(NVML_SONAME):
+        return f"{NVML_SONAME}: cannot open shared object file: No such file or directory"
     import ctypes
 
     try:
-        ctypes.CDLL("libnvidia-ml.so.1")
+        ctypes.CDLL(NVML_SONAME)
     except OSError as exc:
         return str(exc)
     return None
+
+
+NVML_SONAME = "libnvidia-ml.so.1"
+
+
+def _loader_may_find(soname: str) -> bool:
+    """Whether glibc's dlopen could find ``soname``: it looks in LD_LIBRARY_PATH, the executable's
+    run paths, /etc/ld.so.cache and the trusted directories. Any doubt (an unreadable cache, a
+    name in it) is a yes: only a certain no skips the real attempt."""
+    import os
+    import sys
+
+    places = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    places += [os.path.join(p, "lib") for p in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(
+        os.path.realpath(sys.executable)))}]  # a run path of $ORIGIN/../lib (pyenv, conda)
+    places += ["/lib", "/usr/lib", "/lib64", "/usr/lib64"]
+    if any(os.path.exists(os.path.join(d, soname)) for d in places):
+        return True
+    try:
+        with open("/etc/ld.so.cache", "rb") as fh:
+            return soname.encode() in fh.read(64 << 20)
+    except OSError:
+        return True
 
 
 class RecordedNvml:
