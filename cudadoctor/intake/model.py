@@ -5,6 +5,7 @@ collector the readers write to (Found)."""
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 from cudadoctor.record import frozen
@@ -94,12 +95,16 @@ class Intake:
 
     def context(self, key: str) -> Any:
         """The value of a context fact (CONTEXT_KEYS), or None when it was not read."""
-        fact = self.chosen().get(key)
+        fact = self._chosen.get(key)
         return fact.value if fact else None
 
     def chosen(self) -> Dict[str, Fact]:
         """Each key's fact: the first read, unless a later one says the same more precisely
         ('2.5.1+cu124' after '2.5.1'); pip_packages are gathered in :meth:`facts_document`."""
+        return dict(self._chosen)
+
+    @functools.cached_property
+    def _chosen(self) -> Dict[str, Fact]:
         out: Dict[str, Fact] = {}
         for f in self.facts:
             if f.key == "pip_packages":
@@ -111,7 +116,7 @@ class Intake:
 
     def facts_document(self) -> Dict[str, Any]:
         """The facts as the flat document of docs/facts.md (what ``diagnose --facts`` reads)."""
-        doc: Dict[str, Any] = {k: f.value for k, f in self.chosen().items() if k not in CONTEXT_KEYS}
+        doc: Dict[str, Any] = {k: f.value for k, f in self._chosen.items() if k not in CONTEXT_KEYS}
         packages: Dict[str, str] = {}
         for f in self.facts:
             if f.key == "pip_packages":
@@ -131,7 +136,7 @@ class Intake:
         from cudadoctor.model.facts import FactsError, snapshot_from_facts
 
         doc = self.facts_document()
-        for _ in range(len(doc) + 1):
+        while True:  # each round leaves out a key, or ends
             try:
                 snap = snapshot_from_facts(doc)
                 break
@@ -140,16 +145,14 @@ class Intake:
                 if key not in doc:
                     raise
                 del doc[key]
-        else:  # pragma: no cover - every round removes a key
-            snap = snapshot_from_facts({})
         if self.errors:
             snap = replace(snap, error_message=self.text)
-        named = [g for g in self.gpus if not g[1].endswith(("...", "\u2026"))]
+        named = [g for g in self.gpus if not truncated(g[1])]
         if len({g[1] for g in named}) > 1 and "gpu_count" not in doc:
             gpus = tuple(Gpu(index=i, name=name, compute_capability=cc, source="facts")
                          for i, (_, name, cc) in enumerate(named))
             snap = replace(snap, gpus=gpus, gpus_source="facts")
-        chosen = self.chosen()
+        chosen = self._chosen
         driver = chosen.get("driver_version")
         if snap.driver is not None and driver is not None and driver.block in SMI_BLOCKS:
             # nvidia-smi printed it: the driver answered (what NVML or nvidia-smi would say on the machine)
@@ -166,6 +169,11 @@ class Intake:
                             memory_total_mib=int(total) if total.strip().isdigit() else None)
             snap = replace(snap, gpus=(first,) + snap.gpus[1:])
         return snap
+
+
+def truncated(name: str) -> bool:
+    """A GPU name nvidia-smi cut to fit its column: 'NVIDIA GeForce ...'."""
+    return name.endswith(("...", "\u2026"))
 
 
 def refines(new: Any, old: Any) -> bool:

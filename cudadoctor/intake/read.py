@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
-from cudadoctor.intake.model import Block, Fact, Found, Intake, refines
+from cudadoctor.intake.model import Block, Fact, Found, Intake, refines, truncated
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -33,7 +33,7 @@ def _gpu_facts(found: Found, matrix: "Matrix") -> None:
     over), its count when one list gives several; a name the data cannot place is a note."""
     seen: Dict[str, Tuple[int, Optional[str]]] = {}
     for line, name, cc in found.gpus:
-        if name.endswith("...") or name.endswith("…"):
+        if truncated(name):
             continue
         seen.setdefault(name, (line, cc))
     unknown = []

@@ -332,8 +332,6 @@ def read_text_file(path: str) -> Tuple[str, int]:
     a pipe nobody writes to reads as empty."""
     if path == "-":
         stream = _stdin()
-        if isinstance(stream, (bytes, bytearray)):
-            return _decoded(bytes(stream)), 0
         raw = stream if hasattr(stream, "fileno") and not hasattr(stream, "encoding") else None
         return read_log(raw, None if raw is not None else stream)
     return _read_file(path, "a file", read_log)

@@ -89,13 +89,12 @@ def diagnose_paste(text: str, name: str, matrix: Matrix) -> PasteDiagnosis:
 
 
 def rank(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None) -> Tuple[RankedCause, ...]:
+    from cudadoctor.checks.causes import label
     from cudadoctor.checks.signature import CODES
 
     out: List[RankedCause] = []
 
     def add(category: Category, verdict: str, why: str, line: Optional[int], source: str) -> None:
-        from cudadoctor.checks.causes import label
-
         if all(c.category is not category for c in out):
             out.append(RankedCause(category, verdict, why, line, source, label(category)))
 
@@ -145,11 +144,11 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
                     "NVML 'Unknown Error' until restarted (NVIDIA container toolkit: use CDI or the 'nvidia-ctk "
                     "system create-dev-char-symlinks' fix)", reload.line, "daemon-reload"))
     os = chosen.get("os")
-    if os is not None and os.value == "macos" and _any_cuda_error(e):
+    if os is not None and os.value == "macos" and bool(e.matches):
         out.append((C.PLATFORM_UNSUPPORTED, "holds", "the host is macOS, for which no framework ships CUDA "
                     "builds (Apple GPUs use MPS/Metal)", os.line, "macos-host"))
     wsl1 = chosen.get("wsl1")
-    if wsl1 is not None and (access or _any_cuda_error(e)):
+    if wsl1 is not None and (access or bool(e.matches)):
         out.append((C.PLATFORM_UNSUPPORTED, "holds", "WSL 1 has no GPU support; only WSL 2 passes the GPU "
                     "through (wsl --set-version <distro> 2)", wsl1.line, "wsl1"))
     missing = chosen.get("kernel_module_missing") or chosen.get("dkms_failed")
@@ -254,10 +253,6 @@ def _linux_only(intake: Intake, chosen: Dict[str, Any], matrix: Matrix, os: str
     name = {"windows": "Windows", "macos": "macOS"}[os]
     return [(C.PLATFORM_UNSUPPORTED, "holds", f"vLLM supports Linux only ({platforms.source}); on {name} use WSL 2 "
              "or a Linux machine or container", where, "vllm-platform")]
-
-
-def _any_cuda_error(e: Explanation) -> bool:
-    return bool(e.matches)
 
 
 def _line_of(intake: Intake, finding: Finding) -> Optional[int]:
