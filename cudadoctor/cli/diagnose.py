@@ -11,7 +11,7 @@ from typing import Any, Optional, Tuple
 import click
 
 from cudadoctor.errors import CudadoctorError, ExitCode
-from cudadoctor.cli.output import emit, exit_code, format_options
+from cudadoctor.cli.output import emit, exit_code, format_options, terminal_color
 
 
 @click.command()
@@ -126,7 +126,7 @@ def _paste(text: str, path: str, checks: Tuple[str, ...], as_json: bool, fmt: Op
         sys.stdout.write(json_printable(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
                          + "\n")
     else:
-        use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        use_color = terminal_color(color)
         sys.stdout.write(result.text(use_color, verbose))
     if result.explanation.crashed:
         return ExitCode.INTERNAL

@@ -7,7 +7,6 @@ not JSON, or is not a cudadoctor snapshot or report (docs/exit-codes.md).
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from typing import Any, Optional
 
@@ -18,6 +17,7 @@ from cudadoctor.errors import CudadoctorError, ExitCode
 from cudadoctor.render import diff as render
 from cudadoctor.model.serialize import ENVELOPE_FORMAT
 from cudadoctor.cli.diagnose import _read_json
+from cudadoctor.cli.output import terminal_color
 
 FORMATS = ("text", "markdown", "json")
 
@@ -52,7 +52,7 @@ def diff(file_a: str, file_b: str, include_noise: bool, rediagnose: bool, no_red
     elif name == "markdown":
         render.render_diff_markdown(comparison, sys.stdout)
     else:
-        use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        use_color = terminal_color(color)
         render.render_diff_text(comparison, sys.stdout, use_color)
     return ExitCode.OK
 

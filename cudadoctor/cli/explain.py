@@ -4,7 +4,6 @@ likely first, and which of them holds on this machine (or on replayed facts)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import TYPE_CHECKING, Optional, Tuple
 
@@ -16,6 +15,7 @@ from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.model import Snapshot
 from cudadoctor.model.printable import json_printable
 from cudadoctor.model.reader import LOG_HEAD, LOG_MAX, LOG_TAIL, read_log
+from cudadoctor.cli.output import terminal_color
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -58,7 +58,7 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
         # the message is pasted text: json escapes its C0 controls, json_printable the C1 and bidi ones
         sys.stdout.write(json_printable(json.dumps(result.to_dict(), indent=2, ensure_ascii=False)) + "\n")
     else:
-        use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        use_color = terminal_color(color)
         sys.stdout.write(result.text(use_color, verbose))
     return ExitCode.INTERNAL if result.crashed else ExitCode.OK
 

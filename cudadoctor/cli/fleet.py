@@ -9,14 +9,13 @@ finding at or above --fail-on or a report is missing or unreadable (not with --f
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Optional, Tuple
 
 import click
 
 from cudadoctor.errors import CudadoctorError
-from cudadoctor.cli.output import FAIL_ON
+from cudadoctor.cli.output import FAIL_ON, terminal_color
 
 FORMATS = ("text", "markdown", "json")
 
@@ -68,6 +67,6 @@ def summarize(inputs: Tuple[str, ...], expected: Optional[int], nodes_arg: Optio
     elif name == "markdown":
         render.render_markdown(summary, sys.stdout, verbose)
     else:
-        use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        use_color = terminal_color(color)
         render.render_text(summary, sys.stdout, use_color, verbose)
     return code

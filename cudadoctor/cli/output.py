@@ -30,11 +30,16 @@ def format_options(fn: F) -> F:
     return fn
 
 
+def terminal_color(color: Optional[bool]) -> bool:
+    """--color/--no-color as given, else colour when stdout is a terminal and NO_COLOR is unset."""
+    return color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+
+
 def emit(report: Report, fmt: Optional[str], as_json: bool, verbose: bool, color: Optional[bool]) -> None:
     from cudadoctor.render import RENDERERS
 
     name = "json" if as_json else (fmt or "text")
-    use_color = color if color is not None else (name == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+    use_color = color if color is not None else (name == "text" and terminal_color(None))
     RENDERERS[name](report, sys.stdout, use_color, verbose)
 
 
