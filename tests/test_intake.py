@@ -474,3 +474,105 @@ def test_a_value_no_fact_can_hold_is_left_out_not_a_failure() -> None:
     assert snap.driver is None and snap.frameworks and snap.frameworks[0].version == "2.5.1"
     # found by the fuzzer: a table header without a driver version
     assert diagnose_text("| NVIDIA-SMI jax: Driver Version: PyTorch version: \n").top is None
+
+
+# ---------------------------------------------------------------------------- more kinds of text and context
+
+
+def test_the_interpreter_banner_gives_python_and_the_os() -> None:
+    # real banners: Anaconda 3.7 on Linux (two lines), CPython 3.13 (one line), python.org 3.10 on Windows
+    assert _facts("Python 3.7.5 (default, Oct 25 2019, 15:51:11) \n[GCC 7.3.0] :: Anaconda, Inc. on linux\n") == {
+        "python": "3.7.5", "os": "linux"}
+    assert _facts("Python 3.13.3 (main, Apr  9 2025, 04:03:52) [Clang 20.1.0 ] on linux\n")["os"] == "linux"
+    assert _facts("Python 3.10.11 (tags/v3.10.11:7d4cc5a, Apr  5 2023, 00:38:17) [MSC v.1929 64 bit (AMD64)] "
+                  "on win32\n")["os"] == "windows"
+    assert "os" not in _facts("Python 3.12.1 (main, Dec  7 2023, 20:45:44)\nType 'help' for more information\n")
+
+
+def test_gcc_v_gives_the_version_from_its_lto_wrapper_path() -> None:
+    # real `gcc -v` lines (RHEL 7, Ubuntu 22.04); the "gcc version" line was not captured in the first
+    assert _facts("COLLECT_LTO_WRAPPER=/usr/libexec/gcc/x86_64-redhat-linux/4.8.5/lto-wrapper\n")["gcc_version"] == "4.8.5"
+    assert _facts("COLLECT_LTO_WRAPPER=/usr/lib/gcc/x86_64-linux-gnu/11/lto-wrapper\n")["gcc_version"] == "11"
+
+
+def test_log_collectors_prefixes_are_taken_off() -> None:
+    # docker compose logs and Ray workers put their name before each line
+    text = ("vllm-1  | NVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is not compatible with the current "
+            "PyTorch installation.\n")
+    assert _facts(text)["gpu_name"] == "NVIDIA GeForce RTX 5070 Ti"
+    d = diagnose_text("(RayWorkerWrapper pid=11305) RuntimeError: NCCL error: unhandled cuda error (run with "
+                      "NCCL_DEBUG=INFO for details)\n")
+    assert d.intake.errors and d.intake.errors[0].line == 1
+    remote = ("(RayWorkerWrapper pid=8120, ip=10.0.0.2) NVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is "
+              "not compatible with the current PyTorch installation.\n")
+    assert _facts(remote)["gpu_name"] == "NVIDIA GeForce RTX 5070 Ti"
+
+
+def test_an_old_gcc_behind_a_failed_source_build_is_the_host_compiler() -> None:
+    d = diagnose_text(_paste("b-cupy-rhel77-gcc485-cub-build"))  # real: pip's failed build, gcc -v 4.8.5
+    assert d.top is not None and d.top.category.value == "host_compiler_unsupported"
+    newer = "ERROR: Failed building wheel for cupy\nCOLLECT_LTO_WRAPPER=/usr/lib/gcc/x86_64-linux-gnu/9/lto-wrapper\n"
+    assert all(c.category.value != "host_compiler_unsupported" for c in diagnose_text(newer).ranked)
+    no_build = "COLLECT_LTO_WRAPPER=/usr/libexec/gcc/x86_64-redhat-linux/4.8.5/lto-wrapper\n"
+    assert all(c.category.value != "host_compiler_unsupported" for c in diagnose_text(no_build).ranked)
+
+
+def test_a_windows_preview_build_under_wsl_is_named() -> None:
+    d = diagnose_text(_paste("b-wsl-insider-21343-cuda-broken"))  # real: build 21343, WSL 2, nvidia-smi fails
+    assert d.top is not None and d.top.category.value == "other" and d.top.source == "windows-preview-build"
+    assert "preview" in d.top.label
+    failing = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
+    for released in (19045, 22631, 26100, 30000):  # released builds, and one newer than any known
+        text = f"Microsoft Windows [Version 10.0.{released}.1000]\n{failing}"
+        assert all(c.source != "windows-preview-build" for c in diagnose_text(text).ranked), released
+
+
+def test_cuinit_unknown_with_a_driver_that_answers_is_the_driver_state() -> None:
+    d = diagnose_text(_paste("b-tf-nvdocker-cuinit-unknown-after-suspend"))  # real: nvidia-smi 367.57 answers
+    assert d.top is not None and d.top.category.value == "other" and "nvidia_uvm" in d.top.label
+    blocked = {c.category.value: c.verdict for c in d.ranked}
+    assert "kernel_module_blocked" not in blocked  # the driver answers: its module is loaded
+    d = diagnose_text(_paste("b-tf-nvidia-367-uvm-unknown-symbol"))  # real: modprobe could not insert the module
+    assert d.top is not None and d.top.category.value == "kernel_module_blocked"
+
+
+def test_tensorflow_without_a_gpu_on_windows_and_on_linux() -> None:
+    d = diagnose_text(_paste("b-tf-212-windows11-spyder-cpu-only"))  # real: device_lib lists the CPU alone
+    assert d.top is not None and d.top.category.value == "platform_unsupported" and d.top.verdict == "likely"
+    listed = ">>> tf.config.list_physical_devices('GPU')\n[]\n"
+    windows = diagnose_text("PS C:\\Users\\me> python\n>>> tf.__version__\n'2.12.0'\n" + listed)
+    assert windows.top is not None and windows.top.verdict == "holds" and windows.top.source == "tensorflow-windows"
+    old = diagnose_text("PS C:\\Users\\me> python\n>>> tf.__version__\n'2.10.1'\n" + listed)
+    assert old.top is not None and old.top.category.value != "platform_unsupported"
+    linux = diagnose_text("Python 3.11.4 (main, Jul  5 2023, 13:45:01) [GCC 11.2.0] on linux\n" + listed)
+    assert linux.top is not None and linux.top.category.value == "missing_library"
+    assert any(c.category.value == "platform_unsupported" and c.verdict == "possible" for c in linux.ranked)
+    gpu = ('[name: "/device:CPU:0"\ndevice_type: "CPU"\nmemory_limit: 268435456\n, name: "/device:GPU:0"\n'
+           'device_type: "GPU"\n]\n')
+    assert not diagnose_text(gpu).explanation.matches
+
+
+def test_pips_torch_on_linux_is_a_cuda_build() -> None:
+    d = diagnose_text(_paste("a-pytorch13-cuda101-driver41048-is-available-false"))  # real: pip install torch, on linux
+    assert d.top is not None and d.top.category.value == "driver_too_old"
+    assert any(c.category.value == "cpu_only_build" and c.verdict == "possible" for c in d.ranked)
+    cpu = ("$ pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+           "Python 3.11.4 (main, Jul  5 2023, 13:45:01) [GCC 11.2.0] on linux\n>>> torch.cuda.is_available()\nFalse\n")
+    d = diagnose_text(cpu)
+    assert d.top is not None and d.top.category.value == "cpu_only_build"
+
+
+def test_a_build_that_names_the_cudnn_it_needs_beside_another() -> None:
+    # shape of ONNX Runtime's warning beside ldconfig's cuDNN line
+    needs = "Failed to create CUDAExecutionProvider. Require cuDNN 8.* and CUDA 12.*. Please install all dependencies\n"
+    d = diagnose_text(needs + "\tlibcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9\n")
+    assert d.top is not None and d.top.category.value == "cudnn_mismatch" and d.top.verdict == "holds"
+    same = diagnose_text(needs + "\tlibcudnn.so.8 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.8\n")
+    assert all(c.verdict != "holds" for c in same.ranked)
+
+
+def test_nccl_unhandled_cuda_error_points_at_a_bad_gpu_or_node_first() -> None:
+    d = diagnose_text(_paste("a-vllm-ray-nccl-unhandled-cuda-error-bad-node"))  # real: Ray workers' log
+    assert d.top is not None and d.top.category.value == "hardware_fault" and d.top.verdict == "likely"
+    system = diagnose_text("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n")
+    assert system.top is not None and system.top.source == "nccl-unhandled-system-error"

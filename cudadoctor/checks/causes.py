@@ -134,15 +134,17 @@ def _names(keys: Sequence[str]) -> str:
 
 
 def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]],
-           snapshot: Optional[Snapshot], checks: Sequence[Check], partial: bool = False) -> List[Cause]:
+           snapshot: Optional[Snapshot], checks: Sequence[Check], partial: bool = False,
+           other: Optional[str] = None) -> List[Cause]:
     """The verdict on each category, most likely first. ``findings`` None: the machine was not
     checked. Only warnings and errors of the other checks show a cause. ``checks``: those that
     ran (a cause no check that ran can see is never ruled out). ``partial``: the facts are some
     of a machine's (a facts file, a pasted report), so that the checks found nothing rules out
-    nothing: only a positive fact does."""
+    nothing: only a positive fact does. ``other``: what the category 'other' stands for with the
+    message (its label instead of the general words)."""
     layers = {c.layer for c in checks if c.codes and not MESSAGE_CODES & set(c.codes)}
     layer_of = {code: c.layer for c in checks for code in c.codes}
-    return [_cause(c, findings, snapshot, layers, layer_of, partial) for c in in_context(categories, snapshot)]
+    return [_cause(c, findings, snapshot, layers, layer_of, partial, other) for c in in_context(categories, snapshot)]
 
 
 def in_context(categories: Sequence[Category], snapshot: Optional[Snapshot]) -> List[Category]:
@@ -160,8 +162,8 @@ def in_context(categories: Sequence[Category], snapshot: Optional[Snapshot]) -> 
 
 
 def _cause(category: Category, findings: Optional[Sequence[Finding]], snapshot: Optional[Snapshot],
-           layers: Set[int], layer_of: Mapping[str, int], partial: bool = False) -> Cause:
-    name = label(category)
+           layers: Set[int], layer_of: Mapping[str, int], partial: bool = False, other: Optional[str] = None) -> Cause:
+    name = other if other and category is C.OTHER else label(category)
     if findings is None or snapshot is None:
         return Cause(category, name, NOT_CHECKED, "not checked against a machine")
     shown = [f for f in findings if f.category is category and f.code not in MESSAGE_CODES
@@ -251,7 +253,11 @@ def _no_gpu_listed(s: Snapshot) -> Optional[str]:
 
 def _module_loaded(s: Snapshot) -> Optional[str]:
     d = s.driver
-    return f"the kernel module {d.kernel_module_version} is loaded" if d and d.kernel_module_version else None
+    if d and d.kernel_module_version:
+        return f"the kernel module {d.kernel_module_version} is loaded"
+    answers = _driver_answers(s)
+    in_wsl = bool(s.host and s.host.wsl)
+    return f"{answers}: its kernel module is loaded" if answers and not in_wsl else None
 
 
 def _nouveau(s: Snapshot) -> Optional[str]:

@@ -1,5 +1,6 @@
 """A pasted text made plain, line for line: Markdown quote marks, code fences, HTML tags
-(``<details>``, ``<summary>``, ``<br>``), HTML entities and invisible characters removed, so that
+(``<details>``, ``<summary>``, ``<br>``), HTML entities, invisible characters and the prefixes log
+collectors put before each line (``docker compose logs``' "vllm-1  | ", Ray's "(RayWorker pid=7) ") removed, so that
 the readers see the machine output as it was printed. Line numbers are kept: line N of the result
 is line N of the text given."""
 
@@ -14,6 +15,7 @@ _QUOTE = re.compile(r"^(?:[ \t]{0,3}>[ \t]?)+")
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+.-]*[ \t]*$")
 _TAG = re.compile(r"</?(?:details|summary|pre|code|br|p|div|span|b|i|em|strong|sub|sup|tt|kbd|hr)\b[^>]{0,200}>",
                   re.I)
+_LOG_PREFIX = re.compile(r"^(?:[\w.-]{1,64}[-_]\d{1,4} {1,16}\| ?|\(\w{1,64} pid=\d+(?:, ip=[\d.]+)?\) )")
 _INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]")
 _NBSP = re.compile("[\u00a0\u2007\u202f]")
 
@@ -29,6 +31,8 @@ def lines_of(text: str) -> List[str]:
         if ("```" in line or "~~~" in line) and _FENCE.match(line):
             out.append("")
             continue
+        if ("|" in line[:84] or "pid=" in line[:100]) and _LOG_PREFIX.match(line):
+            line = _LOG_PREFIX.sub("", line, count=1)
         if "<" in line:
             line = _TAG.sub("", line)
         if "&" in line:

@@ -11,6 +11,7 @@ from cudadoctor.intake.model import Found
 from cudadoctor.intake.common import os_of_text, package_fact, python_version
 from cudadoctor.model.parsers import cuda_version_from_int, parse_compiler_version, parse_nvcc_version
 
+_GCC_WRAPPER = re.compile(r"^\s*COLLECT_LTO_WRAPPER=\S*/gcc/[\w.-]+/(\d{1,2}(?:\.\d{1,2}){0,2})/lto-wrapper\s*$")
 _GCC = re.compile(r"^\s*(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)?\s+\(.*\)\s+\d+\.\d+|^\s*gcc version \d+\.\d+")
 _TF_DEVICE = re.compile(r"name:\s*([^,]+?),\s*pci bus id:\s*[0-9a-fA-F:.]+,\s*compute capability:\s*(\d+\.\d+)")
 _TF_PROPS = re.compile(r"name:\s*(\S.*?)\s+(?:computeCapability:\s*(\d+\.\d+)|major:\s*(\d+)\s+minor:\s*(\d+))")
@@ -32,6 +33,11 @@ _NAMED_STARTS = ("torch", "pytorch", "tensorflow", "jax", "cupy", "onnxruntime",
                  "triton", "bitsandbytes", "transformers")
 _TF_VERSION_LINE = re.compile(r"^\s*Tensor ?Flow(?: Version)?\s*[:=]\s*(\d+\.\d+\.\d+\S*)\s*$", re.I)
 _PYTHON_LINE = re.compile(r"^\s*Python\s+(3\.\d{1,2}\.\d{1,3})\s*$")
+# The interpreter's banner: "Python 3.7.5 (default, Oct 25 2019, 15:51:11)", then (on it, or on the next
+# line) "[GCC 7.3.0] :: Anaconda, Inc. on linux"
+_PYTHON_BANNER = re.compile(r"^\s*Python (3\.\d{1,2}\.\d{1,3})\S* \([^()]*, \d\d:\d\d:\d\d\)(.*)$")
+_BANNER_OS = re.compile(r"^\s*(?:\[[^\]]*\])?[^\[\]]*? on (linux|win32|cygwin|darwin)\s*$")
+_SYS_PLATFORM = {"linux": "linux", "win32": "windows", "cygwin": "windows", "darwin": "macos"}
 _INLINE_ENV = re.compile(r"(?:^|[\s$#>])(CUDA_VISIBLE_DEVICES)=(\S*)\s+\S")
 _PROMPT = re.compile(r"^\s*(?:>>>|In \[\d+\]:)?.*?\b(torch\.__version__|torch\.version\.cuda|torch\.cuda\.is_available\(\)"
                      r"|torch\.cuda\.get_arch_list\(\)|torch\.cuda\.get_device_name\([^)]*\)"
@@ -40,7 +46,8 @@ _PROMPT = re.compile(r"^\s*(?:>>>|In \[\d+\]:)?.*?\b(torch\.__version__|torch\.v
 
 
 # A line this reader reads holds one of these
-WORDS = ("Cuda compilation tools", "nvcc", "gcc", "g++", "cc (", "c++ (", "cc-", "capability", "computeCapability",
+WORDS = ("Cuda compilation tools", "nvcc", "gcc", "COLLECT_LTO_WRAPPER=", "g++", "cc (", "c++ (", "cc-", "capability",
+         "computeCapability",
          "major:", "cuda_version", "is_cuda_build", "jax", "python", "numpy", "device info", "CuPy Version", "=>",
          "Tensor", "tensor", "Python", "CUDA_VISIBLE_DEVICES=", "torch", "tf.", "Execution Provider Library Version",
          "cupy", "onnxruntime", "flash", "xformers", "vllm", "triton", "bitsandbytes", "transformers")
@@ -67,6 +74,11 @@ def read(found: Found) -> None:
             if version:
                 found.block("gcc", i, i)
                 found.fact("gcc_version", version, i, "gcc")
+            continue
+        wrapper = _GCC_WRAPPER.match(line) if "COLLECT_LTO_WRAPPER=" in line else None
+        if wrapper:  # gcc -v: the version is in the path of its lto-wrapper
+            found.block("gcc", i, i)
+            found.fact("gcc_version", wrapper.group(1), i, "gcc")
             continue
         if "compute capability" in line or "computeCapability" in line or "major:" in line:
             _tf_device(found, i, line)
@@ -108,6 +120,9 @@ def read(found: Found) -> None:
         if py:
             found.block("platform", i, i)
             found.fact("python", py.group(1), i, "platform")
+        banner = _PYTHON_BANNER.match(line) if "Python" in line else None
+        if banner:
+            _banner(found, i, banner)
         inline = _INLINE_ENV.search(line) if "CUDA_VISIBLE_DEVICES=" in line else None
         if inline:
             found.block("environment", i, i)
@@ -116,6 +131,18 @@ def read(found: Found) -> None:
             _prompt(found, i)
         if line.startswith("#") and "Execution Provider Library Version" in line:
             _template_cuda(found, i)
+
+
+def _banner(found: Found, i: int, m: "re.Match[str]") -> None:
+    """The interpreter's banner: its version, and the OS it names (sys.platform)."""
+    found.block("platform", i, i)
+    found.fact("python", m.group(1), i, "platform")
+    for j, rest in ((i, m.group(2)), (i + 1, found.lines[i + 1] if i + 1 < len(found.lines) else "")):
+        where = _BANNER_OS.match(rest) if " on " in rest else None
+        if where:
+            found.block("platform", i, j)
+            found.fact("os", _SYS_PLATFORM[where.group(1)], j, "platform")
+            return
 
 
 def _todo(found: Found, state: Dict[str, bool]) -> Iterator[int]:

@@ -22,7 +22,8 @@ Speed: a long log (a 1 MB stderr) is not run through 87 regular expressions. Eac
 :func:`keywords`); a signature whose keywords are all absent from the lower-cased text is skipped,
 and the others run only on the line of each keyword, or, for a pattern that can match a line
 break, the :data:`CONTEXT_LINES` lines either side: a match must lie within that many lines of its
-keyword (real messages span at most three).
+keyword (real messages span at most three; a record's ``span`` widens that for a printed block,
+such as TensorFlow's device list).
 :func:`pattern_problems` rejects nested quantifiers, the cause of catastrophic backtracking.
 """
 
@@ -69,6 +70,7 @@ class Signature:
     context: int = field(repr=False, compare=False)  # lines searched either side of a keyword
     example_first_match: Optional[str] = None
     note: Optional[str] = None
+    other: Optional[str] = None  # what the category 'other' stands for with this message
 
     @property
     def category(self) -> Category:
@@ -258,8 +260,8 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> SignatureData:
             frameworks=tuple(r["frameworks"]), categories=tuple(vocabulary[c] for c in r["categories"]),
             explanation=r["explanation"], verify=tuple(r["verify"]), seen_in=tuple(r["seen_in"]),
             source=r["source"], confidence=r["confidence"], regex=regex, keywords=keywords(r["pattern"]),
-            context=CONTEXT_LINES if spans_lines(r["pattern"]) else 0,
-            example_first_match=r.get("example_first_match"), note=r.get("note"),
+            context=r.get("span", CONTEXT_LINES) if spans_lines(r["pattern"]) else 0,
+            example_first_match=r.get("example_first_match"), note=r.get("note"), other=r.get("other"),
         ))
     sonames = tuple(
         Soname(soname=r["soname"], os=r["os"], library=r["library"], cuda_major=r["cuda_major"], pip=r["pip"],

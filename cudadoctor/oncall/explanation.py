@@ -190,7 +190,7 @@ def explain_message(message: str, checked: Optional[Checked] = None, matrix: Opt
     for m in matrix.signatures.match(message):
         judged = causes(m.signature.categories, checked.findings if checked else None,
                         checked.snapshot if checked else None, CHECKS,
-                        partial=checked is not None and checked.kind in PARTIAL)
+                        partial=checked is not None and checked.kind in PARTIAL, other=m.signature.other)
         said = notes(m, message, matrix, checked.snapshot if checked else None)
         found.append(ExplainedMatch(m, tuple(judged), said))
     return Explanation(message, tuple(found), checked, matrix.data_version, len(matrix.signatures.signatures))

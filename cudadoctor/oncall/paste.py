@@ -12,7 +12,7 @@ to paste next.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Set, TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from cudadoctor.record import frozen
 
 from cudadoctor.model import Category, Finding, Severity
@@ -94,9 +94,9 @@ def rank(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None) -> Tup
 
     out: List[RankedCause] = []
 
-    def add(category: Category, verdict: str, why: str, line: Optional[int], source: str) -> None:
+    def add(category: Category, verdict: str, why: str, line: Optional[int], source: str, name: str = "") -> None:
         if all(c.category is not category for c in out):
-            out.append(RankedCause(category, verdict, why, line, source, label(category)))
+            out.append(RankedCause(category, verdict, why, line, source, name or LABELS.get(source) or label(category)))
 
     findings = e.findings or ()
     for context in _context(intake, e, matrix):
@@ -104,23 +104,46 @@ def rank(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None) -> Tup
     for x in e.matches:
         for cause in x.causes:
             if cause.verdict == "holds":
-                add(cause.category, "holds", cause.reason, x.line_number, x.signature)
+                add(cause.category, "holds", cause.reason, x.line_number, x.signature, cause.label)
     for f in findings:
         if f.severity is Severity.ERROR and f.code not in CODES:
             add(f.category, "holds", f.title, _line_of(intake, f), f.code)
+    unlikely = _unlikely(intake.chosen())
     for x in e.matches:
-        open_causes = [c for c in x.causes if c.verdict != "ruled_out"]
+        open_causes = [c for c in x.causes if c.verdict != "ruled_out" and c.category not in unlikely]
         if open_causes:
             add(open_causes[0].category, "likely", f"the error on line {x.line_number} ({x.signature}) points "
-                f"to it first; {open_causes[0].reason}", x.line_number, x.signature)
+                f"to it first; {open_causes[0].reason}", x.line_number, x.signature, open_causes[0].label)
     for x in e.matches:
-        for cause in x.causes[1:]:
+        for cause in x.causes:
             if cause.verdict != "ruled_out":
-                add(cause.category, "possible", cause.reason, x.line_number, x.signature)
+                add(cause.category, "possible", cause.reason, x.line_number, x.signature, cause.label)
     for f in findings:
         if f.severity is Severity.WARNING and f.code not in CODES:
             add(f.category, "possible", f.title, _line_of(intake, f), f.code)
     return tuple(out)
+
+
+# What a context rule's 'other' stands for (by its source)
+LABELS = {"windows-preview-build": "a preview (Insider) build of Windows"}
+
+
+def _unlikely(chosen: Dict[str, Any]) -> Set[Category]:
+    """Causes the surroundings make unlikely, though no fact rules them out: they stay possible,
+    never the likely one. On Linux every framework has CUDA builds (a platform cause is left to an
+    aarch64 or Jetson build), and pip's torch there is a CUDA build unless a CPU one is asked for;
+    TensorFlow up to 2.10 had CUDA builds for native Windows too."""
+    os = chosen.get("os")
+    tf = chosen.get("tensorflow_version")
+    if tf is not None and not _at_least(str(tf.value), (2, 11)) and (os is None or os.value != "macos"):
+        return {C.PLATFORM_UNSUPPORTED}  # TensorFlow had CUDA builds for native Windows up to 2.10
+    if os is None or os.value != "linux":
+        return set()
+    out = {C.PLATFORM_UNSUPPORTED}
+    asked = chosen.get("pip_install")
+    if asked is not None and "torch" in str(asked.value).split() and "cpu" not in asked.text.lower():
+        out.add(C.CPU_ONLY_BUILD)
+    return out
 
 
 _GPU_ACCESS = {C.NO_DRIVER, C.NO_GPU, C.NVML_UNAVAILABLE, C.CONTAINER_NO_GPU, C.DRIVER_LIBRARY_MISMATCH}
@@ -166,13 +189,26 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
         out.append((C.PLATFORM_UNSUPPORTED, "holds", f"Windows build {build.value} is older than the first with GPU "
                     f"support in WSL (Windows 10 21H2, build {WSL_GPU_BUILD}, or Windows 11): update Windows, then "
                     "the NVIDIA Windows driver", build.line, "windows-build"))
+    if build is not None and isinstance(build.value, int) and _preview_build(build.value) and (
+            access or "nvml_error" in chosen or chosen.get("wsl") is not None):
+        out.append((C.OTHER, "likely", f"Windows build {build.value} is a preview (Insider) build, not a released "
+                    "one, and GPU support in WSL 2 has broken in such builds: move to the newest preview or a "
+                    "released build, then update the NVIDIA Windows driver", build.line, "windows-preview-build"))
     tf_cuda = chosen.get("tf_built_with_cuda")
+    tf_version = chosen.get("tensorflow_version")
     on_windows = os is not None and os.value == "windows" and chosen.get("wsl") is None
     if tf_cuda is not None and tf_cuda.value is False and on_windows:
         out.append((C.PLATFORM_UNSUPPORTED, "holds", "TensorFlow on native Windows is built without CUDA since 2.11 "
                     "(tf.test.is_built_with_cuda() is False): use WSL 2, or TensorFlow 2.10 with CUDA 11.2",
                     tf_cuda.line, "tensorflow-windows"))
+    elif tf_version is not None and on_windows and _at_least(str(tf_version.value), (2, 11)) and any(
+            "tensorflow" in x.match.signature.frameworks for x in e.matches):
+        out.append((C.PLATFORM_UNSUPPORTED, "holds", f"TensorFlow {tf_version.value} on native Windows: 2.10 was the "
+                    "last release with GPU support there; use WSL 2, or TensorFlow 2.10 with CUDA 11.2",
+                    tf_version.line, "tensorflow-windows"))
+    out.extend(_old_host_compiler(intake, chosen))
     out.extend(_soname_majors(chosen))
+    out.extend(_required_majors(chosen, e))
     if matrix is not None and os is not None and os.value in ("windows", "macos") and chosen.get("wsl") is None:
         out.extend(_linux_only(intake, chosen, matrix, os.value))
     xid = chosen.get("xid")
@@ -182,6 +218,45 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
 
 
 WSL_GPU_BUILD = 19044  # Windows 10 21H2: the first general release with GPU compute in WSL 2 (Microsoft's CUDA on WSL guide)
+# Released Windows builds from 19041 on (Windows 10 2004-22H2, Server 2022, Windows 11 21H2-25H2, Server 23H2
+# and 2025), from Microsoft's release health pages: learn.microsoft.com/windows/release-health/release-information,
+# .../windows11-release-information and .../windows-server-release-info. A build between them is a preview
+# (Insider) build; one above the newest is not judged (a release this list does not know yet).
+WINDOWS_RELEASES = frozenset({19041, 19042, 19043, 19044, 19045, 20348, 22000, 22621, 22631, 25398, 26100, 26200})
+
+
+def _preview_build(build: int) -> bool:
+    return WSL_GPU_BUILD <= build < max(WINDOWS_RELEASES) and build not in WINDOWS_RELEASES
+
+
+def _at_least(version: str, floor: Tuple[int, ...]) -> bool:
+    parts = re.findall(r"\d+", version)[:len(floor)]
+    return len(parts) == len(floor) and tuple(int(p) for p in parts) >= floor
+
+
+# GCC 5 is the first with C++14, which the Thrust and CUB of CUDA 11 and later, and the extensions of
+# PyTorch, CuPy and the other frameworks need (CUDA 11.0 release notes: C++11 deprecated for Thrust/CUB;
+# gcc.gnu.org/projects/cxx-status.html#cxx14).
+CXX14_GCC = 5
+_BUILD_FAILED = re.compile(r"Command errored out with exit status [1-9]|Failed building wheel for|"
+                           r"error: subprocess-exited-with-error|Failed to build installable wheels|"
+                           r"error: command '[^'\n]*(?:nvcc|gcc|g\+\+|cc1plus)' failed")
+
+
+def _old_host_compiler(intake: Intake, chosen: Dict[str, Any]) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """A source build that failed, with a gcc too old for C++14."""
+    gcc = chosen.get("gcc_version")
+    head = _major(str(gcc.value)) if gcc is not None else None
+    if gcc is None or head is None or head >= CXX14_GCC:
+        return []
+    failed = _BUILD_FAILED.search(intake.text)
+    if failed is None:
+        return []
+    line = intake.text.count("\n", 0, failed.start()) + 1
+    return [(C.HOST_COMPILER_UNSUPPORTED, "likely", f"a source build failed (line {line}) with gcc {gcc.value}, "
+             f"older than gcc {CXX14_GCC}, the first with C++14, which CUDA 11+'s Thrust and CUB and framework "
+             "extensions need: build with a newer gcc (devtoolset or conda's gxx), or install a binary wheel",
+             gcc.line, "host-compiler-too-old")]
 
 
 def _versions_in_errors(e: Explanation) -> List[Tuple[Category, str, str, Optional[int], str]]:
@@ -221,18 +296,37 @@ def _soname_majors(chosen: Dict[str, Any]) -> List[Tuple[Category, str, str, Opt
     if m is None:
         return []
     family, wanted = m.group(1), int(m.group(2))
-    if family.startswith("cudnn"):
-        have = chosen.get("cudnn_system")
-        category, what = C.CUDNN_MISMATCH, "cuDNN"
-    else:
-        have = chosen.get("cuda_libraries") or chosen.get("nvcc_version")
-        category, what = C.WRONG_PACKAGE_VARIANT, "CUDA"
+    have = _installed(chosen, "cudnn" if family.startswith("cudnn") else "cuda")
+    category, what = (C.CUDNN_MISMATCH, "cuDNN") if family.startswith("cudnn") else (C.WRONG_PACKAGE_VARIANT, "CUDA")
     major = _major(str(have.value)) if have is not None else None
     if have is None or major is None or major == wanted or wanted > 40:
         return []
     return [(category, "holds", f"the build loads {name} ({what} {wanted}); this machine has {what} {major} "
              f"(line {have.line}): install the build for {what} {major}, or {what} {wanted}'s libraries beside it",
              missing.line, "soname-major")]
+
+
+def _installed(chosen: Dict[str, Any], family: str) -> Any:
+    """The fact that says which cuDNN (``family`` "cudnn") or CUDA the machine has, or None."""
+    if family == "cudnn":
+        return chosen.get("cudnn_system")
+    return chosen.get("cuda_libraries") or chosen.get("nvcc_version")
+
+
+def _required_majors(chosen: Dict[str, Any], e: Explanation) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """A build that names the cuDNN and CUDA majors it needs (ONNX Runtime's "Require cuDNN 8.* and
+    CUDA 12.*"), on a machine whose facts show another."""
+    out: List[Tuple[Category, str, str, Optional[int], str]] = []
+    for x in e.matches:
+        groups = dict(x.match.groups)
+        for family, category, what in (("cudnn", C.CUDNN_MISMATCH, "cuDNN"), ("cuda", C.WRONG_PACKAGE_VARIANT, "CUDA")):
+            wanted, have = _major(groups.get(family)), _installed(chosen, family)
+            major = _major(str(have.value)) if have is not None else None
+            if wanted is not None and major is not None and major != wanted:
+                out.append((category, "holds", f"the build needs {what} {wanted} (line {x.line_number}); this machine "
+                            f"has {what} {major} (line {have.line}): install the build for {what} {major}, or "
+                            f"{what} {wanted}'s libraries beside it", x.line_number, x.signature))
+    return out
 
 
 def _linux_only(intake: Intake, chosen: Dict[str, Any], matrix: Matrix, os: str
