@@ -1,4 +1,4 @@
 from cudadoctor.cli import main
 
 if __name__ == "__main__":
-    main()
+    main(process=True)

@@ -8,7 +8,8 @@ equality compares the fields with ``compare=True`` as tuples, only between insta
 same class; the hash is that of the same tuple (the fields with ``hash`` unset and ``compare``
 set, or ``hash=True``); repr lists the fields with ``repr=True``; ``__init__`` sets each field
 once, and any assignment or deletion after that raises ``FrozenInstanceError``. ``fields()``,
-``replace()`` and ``asdict()`` work as on any dataclass.
+``replace()`` and ``asdict()`` work as on any dataclass. A class without a docstring gets one
+naming its fields (dataclasses would compute the signature with ``inspect``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def _repr(self: Any) -> str:
 @dataclass_transform(frozen_default=True, eq_default=True, field_specifiers=(dataclasses.field,))
 def frozen(cls: Type[T]) -> Type[T]:
     """The class as ``@dataclass(frozen=True)`` makes it, with the shared methods."""
+    if not cls.__doc__:  # dataclasses would ask inspect for the signature: the field names do
+        cls.__doc__ = f"{cls.__name__}({', '.join(cls.__dict__.get('__annotations__', ()))})"
     made = dataclasses.dataclass(eq=False, repr=False)(cls)
     for name, method in (("__eq__", _eq), ("__hash__", _hash), ("__repr__", _repr), ("__setattr__", _setattr),
                          ("__delattr__", _delattr)):

@@ -76,3 +76,31 @@ def test_check_does_not_import_click_on_the_fast_path() -> None:
             "print('click' in sys.modules)" % MACHINE)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "--machine", MACHINE, "--json"],
+    ["check", "--machine", HEALTHY, "--no-smoke", "--fail-on", "warning"],
+], ids=["json", "text"])
+def test_the_command_as_a_process_leaves_with_the_same_output_and_status(args: List[str]) -> None:
+    # `python -m cudadoctor` leaves without the interpreter's teardown: the output must be whole
+    proc = subprocess.run([sys.executable, "-m", "cudadoctor", *args], capture_output=True, text=True, timeout=120)
+    code, out, err = _cudadoctor(args, fast=True)
+    assert (proc.returncode, _stable(proc.stdout), proc.stderr) == (code, _stable(out), err)
+
+
+def test_check_as_a_process_does_not_load_inspect() -> None:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cudadoctor", "check", "--machine", MACHINE,
+                           "--json"], capture_output=True, text=True, timeout=120)
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "dataclasses" in loaded and "inspect" not in loaded
+
+
+def test_a_module_made_lazy_loads_on_first_use() -> None:
+    code = ("import sys; from cudadoctor.cli import lazy\n"
+            "lazy('colorsys'); stand_in = sys.modules['colorsys']\n"
+            "import colorsys\n"
+            "print(type(sys.modules['colorsys']).__name__, round(colorsys.rgb_to_hsv(1, 0, 0)[2]),\n"
+            "      type(sys.modules['colorsys']).__name__, stand_in.ONE_THIRD == colorsys.ONE_THIRD)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["Later", "1", "module", "True"]

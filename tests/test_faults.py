@@ -15,7 +15,7 @@ import json
 import os
 import stat
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
@@ -900,3 +900,23 @@ def test_site_dir_mode_000_for_real(tmp_path: Any) -> None:
             RealHost().list_dir(str(locked))
     finally:
         locked.chmod(stat.S_IRWXU)
+
+
+def test_the_commands_every_run_asks_for_start_early_and_run_once() -> None:
+    """ldconfig and the compilers start before the probes load; the probes take those answers."""
+    host = RecordedHost(healthy())
+    asked: List[Tuple[str, ...]] = []
+    real_run = host.run
+
+    def counting_run(argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
+        asked.append(tuple(argv))
+        return real_run(argv, timeout)
+
+    host.run = counting_run  # type: ignore[method-assign]
+    snapshot = collect(host, python=PY, timeout=TIMEOUT)
+    assert asked.count(("ldconfig", "-p")) == 1 and snapshot.libraries
+    versions = [a for a in asked if a[1:] == ("--version",) and "nvcc" not in a[0]]
+    assert versions and len(versions) == len(set(versions))
+    asked.clear()
+    collect(host, python=PY, timeout=TIMEOUT, only=["python"])  # a stage without them starts none
+    assert ("ldconfig", "-p") not in asked and not [a for a in asked if a[1:] == ("--version",)]

@@ -138,3 +138,15 @@ def test_the_nvml_library_is_looked_for_where_the_loader_looks(tmp_path: Path, m
     (tmp_path / "libcudadoctor-test-absent.so.1").write_bytes(b"")
     assert nvml._loader_may_find("libcudadoctor-test-absent.so.1") is True
     assert absent is False or not os.path.exists("/etc/ld.so.cache")  # the cache cannot name our made-up soname
+
+
+def test_a_command_on_no_path_is_not_found_without_a_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cudadoctor.host import run_command
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("subprocess.Popen", None)  # a fork would fail the test
+    assert run_command(("nvidia-smi", "-L"), 5.0).error == "not_found"
+    monkeypatch.undo()
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\n")  # there, but not executable: Popen says so
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert run_command(("nvidia-smi", "-L"), 5.0).error == "permission"

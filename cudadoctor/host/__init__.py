@@ -374,11 +374,24 @@ def which(name: str, path: str) -> Optional[str]:
     return None
 
 
+def _nowhere(name: str) -> bool:
+    """A bare command name that no directory of PATH holds (not even as a file that cannot be
+    run, which Popen would report as a permission error)."""
+    if not name or os.sep in name or (os.altsep and os.altsep in name) or sys.platform == "win32":
+        return False
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        if os.path.lexists(os.path.join(directory or os.curdir, name)):
+            return False
+    return True
+
+
 def run_command(argv: Sequence[str], timeout: float) -> CommandResult:
     """Run ``argv`` with a timeout; never raise. The child gets its own process group so a
     timeout kills everything it started (nvidia-smi can spawn helpers that hang)."""
     argv = tuple(argv)
     start = time.monotonic()
+    if argv and _nowhere(argv[0]):  # what Popen would find after forking: nvidia-smi on a machine without it
+        return CommandResult(argv, error="not_found", duration_s=time.monotonic() - start)
     try:
         proc = subprocess.Popen(
             argv,

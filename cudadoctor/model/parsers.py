@@ -6,10 +6,12 @@ empty collection) and never raises. Hypothesis fuzzes each one (tests/test_model
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    import ast
 
 _VERSION = r"\d+(?:\.\d+)+"
 
@@ -197,6 +199,8 @@ def parse_cpu_model(text: str) -> Optional[str]:
 def parse_python_assignments(text: str) -> Dict[str, Any]:
     """Top-level ``NAME = literal`` (and annotated) assignments of a Python file, e.g.
     ``torch/version.py``. Nothing is executed; non-literal values are skipped."""
+    import ast  # here: a run without such a file does not pay for it
+
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -222,6 +226,8 @@ def _literal(node: ast.expr) -> Any:
     """A literal, or ``OrderedDict(literal)`` / ``dict(literal)``: TensorFlow's generated
     build_info.py (tensorflow/tools/build_info/gen_build_info.py) writes
     ``build_info = collections.OrderedDict([('cuda_version', '12.3'), ...])``."""
+    import ast
+
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""

@@ -59,9 +59,10 @@ def collect(
     ``python`` is the target interpreter (default: the one running cudadoctor); ``timeout``
     bounds each external command; a probe as a whole gets a few commands' worth of time.
     """
+    ctx = Context(host=host, python=python, timeout=timeout)
+    _start_early(ctx, only)
     registry = _registry()
     names = [n for n in registry if only is None or n in only]
-    ctx = Context(host=host, python=python, timeout=timeout)
     results: Dict[str, ProbeOutput] = {}
     durations: Dict[str, float] = {}
     threads: Dict[str, threading.Thread] = {}
@@ -87,6 +88,29 @@ def collect(
 
     # Copies: a probe that overran may still finish, and write, while the Snapshot is built.
     return assemble(names, dict(results), dict(durations), probe_deadline(timeout))
+
+
+# Commands the probes always run, whatever the machine: started before the probes are even
+# imported, so that they run while Python loads them (the probes then find their answers in the
+# Context, which runs each command once).
+LDCONFIG = ("ldconfig", "-p")
+
+
+def _start_early(ctx: Context, only: Optional[Sequence[str]]) -> None:
+    def early() -> None:
+        try:
+            commands = []
+            if only is None or "compilers" in only:
+                from cudadoctor.probes.compilers import compilers_on_path, version_commands
+
+                commands += version_commands(ctx.once("compilers", lambda: compilers_on_path(ctx)))
+            if only is None or "libraries" in only:
+                commands.append(LDCONFIG)
+            ctx.run_many(commands)
+        except Exception:  # the probe that needs the command meets the error again, and records it
+            pass
+
+    threading.Thread(target=early, name="cudadoctor-early", daemon=True).start()
 
 
 def probe_deadline(timeout: float) -> float:

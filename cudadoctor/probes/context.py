@@ -27,6 +27,9 @@ class Distribution:
 
 @dataclass
 class Context:
+    """What the probes of one stage share: the host, the target interpreter, the timeout of a
+    command, and the answers computed once (:meth:`once`)."""
+
     host: Host
     python: Optional[str] = None
     timeout: float = 5.0

@@ -47,7 +47,7 @@ def probe_libraries(ctx: Context) -> ProbeOutput:
         if d:
             dirs.append((d, "LD_LIBRARY_PATH"))
     machine = host.platform().machine
-    cache = ctx.run("ldconfig", "-p")
+    cache = ctx.run("ldconfig", "-p")  # the same command as probes.LDCONFIG, started early
     if cache.error == "not_found":  # /sbin is often not on a user's PATH; a hung one is not retried
         cache = ctx.run("/sbin/ldconfig", "-p")
     every = parse_ldconfig(cache.stdout) if cache.ok else []

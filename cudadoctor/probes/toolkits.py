@@ -27,6 +27,8 @@ PIP_NVCC_DIRS = ("nvidia/cuda_nvcc", "nvidia/cu13", "nvidia/cu12")
 
 @dataclass
 class _Candidate:
+    """A directory that may hold a CUDA toolkit, and how it was found."""
+
     root: str
     found_via: List[str] = field(default_factory=list)
     exists: bool = True
