@@ -169,6 +169,19 @@ def run(machine: Dict[str, Any], host_class: type = RecordedHost, **kwargs: Any)
     return snapshot
 
 
+def counting(host: RecordedHost) -> List[Tuple[str, ...]]:
+    """The commands ``host`` is asked to run, from now on, in order."""
+    asked: List[Tuple[str, ...]] = []
+    real_run = host.run
+
+    def counting_run(argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
+        asked.append(tuple(argv))
+        return real_run(argv, timeout)
+
+    host.run = counting_run  # type: ignore[method-assign]
+    return asked
+
+
 def only_error(snapshot: Snapshot, probe: str) -> ProbeError:
     errors = snapshot.errors_of(probe)
     assert len(errors) == 1, errors
@@ -251,14 +264,7 @@ def test_nvidia_smi_faults(record: Dict[str, Any], kind: ErrorKind, words: str) 
 def test_nvidia_smi_hang_is_not_retried_with_basic_fields() -> None:
     machine = set_command(without_nvml(healthy()), SMI_QUERY, hang_s=HANG)
     host = RecordedHost(machine)
-    asked: List[Sequence[str]] = []
-    real_run = host.run
-
-    def counting_run(argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
-        asked.append(tuple(argv))
-        return real_run(argv, timeout)
-
-    host.run = counting_run  # type: ignore[method-assign]
+    asked = counting(host)
     collect(host, python=PY, timeout=TIMEOUT)
     assert asked.count(SMI_QUERY) == 1 and SMI_BASIC not in asked
 
@@ -457,14 +463,7 @@ def test_ldconfig_hang_is_not_retried() -> None:
     machine = set_command(healthy(), LDCONFIG, hang_s=HANG)
     machine["commands"].append({"argv": ["/sbin/ldconfig", "-p"], "hang_s": HANG})
     host = RecordedHost(machine)
-    asked: List[Sequence[str]] = []
-    real_run = host.run
-
-    def counting_run(argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
-        asked.append(tuple(argv))
-        return real_run(argv, timeout)
-
-    host.run = counting_run  # type: ignore[method-assign]
+    asked = counting(host)
     snapshot = collect(host, python=PY, timeout=TIMEOUT)
     assert [a for a in asked if "ldconfig" in a[0]] == [LDCONFIG]
     assert only_error(snapshot, "libraries").kind is ErrorKind.TIMEOUT
@@ -905,14 +904,7 @@ def test_site_dir_mode_000_for_real(tmp_path: Any) -> None:
 def test_the_commands_every_run_asks_for_start_early_and_run_once() -> None:
     """ldconfig and the compilers start before the probes load; the probes take those answers."""
     host = RecordedHost(healthy())
-    asked: List[Tuple[str, ...]] = []
-    real_run = host.run
-
-    def counting_run(argv: Sequence[str], timeout: float = 5.0) -> CommandResult:
-        asked.append(tuple(argv))
-        return real_run(argv, timeout)
-
-    host.run = counting_run  # type: ignore[method-assign]
+    asked = counting(host)
     snapshot = collect(host, python=PY, timeout=TIMEOUT)
     assert asked.count(("ldconfig", "-p")) == 1 and snapshot.libraries
     versions = [a for a in asked if a[1:] == ("--version",) and "nvcc" not in a[0]]
