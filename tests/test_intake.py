@@ -576,3 +576,23 @@ def test_nccl_unhandled_cuda_error_points_at_a_bad_gpu_or_node_first() -> None:
     assert d.top is not None and d.top.category.value == "hardware_fault" and d.top.verdict == "likely"
     system = diagnose_text("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n")
     assert system.top is not None and system.top.source == "nccl-unhandled-system-error"
+
+
+def test_facts_that_messages_and_file_names_state() -> None:
+    # shapes of vLLM's and bitsandbytes' messages, xFormers' build warning, an extension's file name
+    vllm = ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla "
+            "V100-SXM2-32GB GPU has compute capability 7.0.\n")
+    assert _facts(vllm)["gpu_name"] == "Tesla V100-SXM2-32GB" and _facts(vllm)["compute_capability"] == "7.0"
+    assert _facts("CUDA SETUP: Highest compute capability among GPUs detected: 8.0\n")["compute_capability"] == "8.0"
+    assert _facts("    Python  3.10.13 (you have 3.10.12)\n")["python"] == "3.10.12"
+    ext = "ImportError: flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n"
+    assert _facts(ext)["python"] == "3.10" and _facts(ext)["os"] == "linux"
+    assert _facts("ImportError: DLL load failed while importing _C: _C.cp311-win_amd64.pyd\n")["os"] == "windows"
+    assert _facts("$ docker run --rm -it vllm/vllm-openai:latest\n")["container"] == "docker"
+
+
+def test_a_gpu_named_twice_keeps_the_capability_a_message_gave() -> None:
+    text = _paste("a-pytorch181-cu102-a100-sm80-mig")  # real: collect_env's GPU list, then torch's warning
+    intake = _read(text)
+    cc = intake.chosen()["compute_capability"]
+    assert cc.value == "8.0" and "sm_80" in cc.text

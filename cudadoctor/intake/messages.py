@@ -1,8 +1,9 @@
 """Facts that error messages state: the GPU and compute capability of PyTorch's "not compatible"
-and "no longer supports this GPU" warnings, the driver's CUDA version in "driver ... too old
-(found version 11040)", the cuDNN versions of a compiled/loaded mismatch, the CUDA versions of
-"The detected CUDA version (12.1) mismatches ...", jax/jaxlib versions, xFormers' build, and the
-library a loader could not find."""
+and "no longer supports this GPU" warnings, of vLLM's "Your Tesla V100 GPU has compute capability
+7.0" and of bitsandbytes' "Highest compute capability among GPUs detected", the driver's CUDA
+version in "driver ... too old (found version 11040)", the cuDNN versions of a compiled/loaded
+mismatch, the CUDA versions of "The detected CUDA version (12.1) mismatches ...", jax/jaxlib
+versions, xFormers' build (torch and Python), and the library a loader could not find."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ KIND = "error"
 _NOT_COMPATIBLE = re.compile(r"^\s*(?:\S*Warning:\s*)?(.+?) with CUDA capability sm_(\d{2,3})a? is not compatible with the "
                              r"current PyTorch installation")
 _SUPPORTS = re.compile(r"The current PyTorch install supports CUDA capabilities ((?:(?:sm|compute)_\d+a? ?)+)")
+_YOUR_GPU = re.compile(r"Your (.+?) GPU has compute capability (\d{1,2})\.(\d)\b")  # vLLM's dtype and capability checks
+_HIGHEST_CC = re.compile(r"Highest compute capability among GPUs detected: (\d{1,2})\.(\d)\b")  # bitsandbytes
+_XFORMERS_PYTHON = re.compile(r"^\s*Python\s+3\.\d+\.\d+\s+\(you have (3\.\d{1,2}\.\d{1,3})\)")
 _TOO_OLD_GPU = re.compile(r"Found GPU\d+ (.+?) which is of cuda capability (\d+)\.(\d+)")
 _DRIVER_FOUND = re.compile(r"driver on your system is too old \(found version (\d{4,5})\)")
 _CUDNN_TORCH = re.compile(r"PyTorch was compiled against \((\d+), (\d+), (\d+)\) but found runtime version "
@@ -32,7 +36,7 @@ _DLL = re.compile(r"Error loading \"[^\"]*\\([\w.-]+\.dll)\"|Could not load libr
 
 
 # A line this reader reads holds one of these
-WORDS = ("CUDA capability", "cuda capability", "found version", "compiled", "detected CUDA version", "jaxlib version",
+WORDS = ("CUDA capability", "cuda capability", "compute capability", "found version", "compiled", "detected CUDA version", "jaxlib version",
          "you have", ".so", ".dll")
 
 
@@ -44,6 +48,13 @@ def read(found: Found) -> None:
             continue
         if "CUDA capability" in line or "cuda capability" in line:
             _capability(found, i, line)
+        if "compute capability" in line:
+            your = _YOUR_GPU.search(line)
+            if your:
+                found.gpu(your.group(1).strip(), i, KIND, cc=f"{your.group(2)}.{your.group(3)}")
+            highest = _HIGHEST_CC.search(line)
+            if highest:
+                found.fact("compute_capability", f"{highest.group(1)}.{highest.group(2)}", i, KIND)
         if "found version" in line:
             m = _DRIVER_FOUND.search(line)
             if m:
@@ -65,6 +76,9 @@ def read(found: Found) -> None:
             m = _XFORMERS_YOU_HAVE.search(line)
             if m:
                 package_fact(found, i, "torch", m.group(2), KIND)
+            py = _XFORMERS_PYTHON.match(line)
+            if py:
+                found.fact("python", py.group(1), i, KIND)
         if ".so" in line and ("cannot open shared object" in line or "Could not load dynamic library" in line):
             m = _MISSING.search(line)
             if m:

@@ -32,10 +32,14 @@ def _gpu_facts(found: Found, matrix: "Matrix") -> None:
     """The GPU facts: the first name the data knows (a truncated 'NVIDIA GeForce ...' is passed
     over), its count when one list gives several; a name the data cannot place is a note."""
     seen: Dict[str, Tuple[int, Optional[str]]] = {}
-    for line, name, cc in found.gpus:
+    where_cc: Dict[str, int] = {}  # the line that gave a name's compute capability
+    for line, name, cc in sorted(found.gpus, key=lambda g: g[0]):
         if truncated(name):
             continue
-        seen.setdefault(name, (line, cc))
+        first = seen.setdefault(name, (line, cc))
+        if cc and name not in where_cc:
+            where_cc[name] = line
+            seen[name] = (first[0], cc)
     unknown = []
     for name in seen:
         model, _ = matrix.gpus.resolve(name)
@@ -49,7 +53,8 @@ def _gpu_facts(found: Found, matrix: "Matrix") -> None:
         line, cc = seen[names[0]]
         found.fact("gpu_name", names[0], line - 1, _block_at(found, line))
         if cc:
-            found.fact("compute_capability", cc, line - 1, _block_at(found, line))
+            at = where_cc.get(names[0], line)
+            found.fact("compute_capability", cc, at - 1, _block_at(found, at))
     # one GPU entry per device in each list; the biggest list gives the count
     by_block: Dict[str, int] = {}
     for line, _, _ in found.gpus:

@@ -27,6 +27,9 @@ _MACOS_PATH = re.compile(r"/Users/[^/\s]+/|/opt/homebrew/|/Library/Frameworks/Py
                          r"/Library/Developer/|macosx_\d+_\d+_(?:arm64|x86_64)")
 _WINDOWS_PATH = re.compile(r"\b[A-Z]:\\(?:Users|Program Files|Python\d*|ProgramData|Windows|tools|anaconda3|"
                            r"miniconda3)|\\site-packages\\|\bWinError\b|\.dll\b", re.I)
+# a CPython extension's file name: its Python, and the OS it was built for
+_EXTENSION = re.compile(r"\.cpython-3(\d{1,2})-[\w]+-linux-gnu\.so\b|\.cp3(\d{1,2})-win_amd64\.pyd\b|"
+                        r"\.cpython-3(\d{1,2})-darwin\.so\b")
 _SITE_PYTHON = re.compile(r"[/\\]python(3\.\d{1,2})[/\\](?:site|dist)-packages\b")
 _WINDOWS_VERSION = re.compile(r"Microsoft Windows \[Version (\d+)\.(\d+)\.(\d+)(?:\.\d+)?\]")
 _POWERSHELL = re.compile(r"^\s*(?:PS [A-Z]:\\[^>]*>|ParsedHtml\s+:\s+System\.__ComObject|RawContentLength\s+:\s+\d+)")
@@ -42,7 +45,8 @@ WORDS = ("NVRM", "nouveau", "nvidia", "NVIDIA", "Nvidia", "Kernel driver in use"
          "LD_LIBRARY_PATH")
 # and of the paths and prompts it weighs
 HINTS = ("/Users/", "homebrew", "/Library/", "macosx_", "\\", "WinError", ".dll", "root@", "-packages", "PS ",
-         "ComObject", "RawContentLength", "Microsoft", "/usr/lib/wsl/lib", "microsoft-standard-WSL2")
+         "ComObject", "RawContentLength", "Microsoft", "/usr/lib/wsl/lib", "microsoft-standard-WSL2", ".cpython-3",
+         ".cp3")
 
 
 def read(found: Found) -> None:
@@ -163,6 +167,8 @@ def _docker(found: Found, i: int, line: str) -> None:
         j += 1  # a command continued over lines
         asked = bool(_GPUS_ASKED.search(found.lines[j]))
     found.fact("docker_gpus", asked, i, "docker_run")
+    if not any(f.key == "container" for f in found.facts):  # what follows ran in that container
+        found.fact("container", "docker", i, "docker_run")
 
 
 def _pip_install(found: Found, i: int, line: str) -> None:
@@ -227,6 +233,17 @@ def _platform(found: Found) -> None:
             found.block("platform", i, i)
             found.fact("python", site.group(1), i, "platform")
             have.add("python")
+        ext = _EXTENSION.search(line) if (".cpython-3" in line or ".cp3" in line) else None
+        if ext:
+            linux, windows, macos = ext.groups()
+            if "python" not in have:
+                found.block("platform", i, i)
+                found.fact("python", f"3.{linux or windows or macos}", i, "platform")
+                have.add("python")
+            if "os" not in have:
+                found.block("platform", i, i)
+                found.fact("os", "linux" if linux else "windows" if windows else "macos", i, "platform")
+                have.add("os")
         if "os" not in have and ("PS " in line or "ComObject" in line or "RawContentLength" in line) \
                 and _POWERSHELL.match(line):
             found.block("platform", i, i)
