@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -32,6 +31,11 @@ from cudadoctor.record import frozen
 
 from cudadoctor.version import __version__
 from cudadoctor.data.location import shipped_data_dir, shipped_origin
+from cudadoctor.data.versions import is_data_version as is_data_version
+from cudadoctor.data.versions import is_tool_version as is_tool_version
+from cudadoctor.data.versions import shown as shown
+from cudadoctor.data.versions import tool_is_new_enough as tool_is_new_enough
+from cudadoctor.data.versions import version_key as version_key
 from cudadoctor.matrix.load import SCHEMA_VERSION, DataError, read_manifest
 
 ENV_HOME = "CUDADOCTOR_DATA_HOME"  # overrides user_data_dir() (tests, sandboxes)
@@ -42,15 +46,6 @@ LOCK_FILE = "lock"
 LOCK_WAIT_S = 60.0  # how long an install or rollback waits for another one before giving up
 BUNDLES = "bundles"
 STAGING_PREFIX = ".staging-"
-# Data versions are calendar versions, YYYY.M.N. Every part is bounded: a version comes from a
-# server or a file on disk, and int() of a string over 4300 digits raises ValueError (issue 16).
-# ASCII digits only, and fullmatch, not "$", which also matches before a trailing newline
-# ("2026.12.0\n" would name a folder).
-_VERSION_RE = re.compile(r"[0-9]{4}\.[0-9]{1,2}\.[0-9]{1,6}")
-# Tool versions as they are published: 0.1.0, 1.2, 0.2.0.dev1, 1.0rc2.
-_TOOL_VERSION_RE = re.compile(r"[0-9]{1,6}(?:\.[0-9]{1,6}){0,3}(?:\.?(?:dev|a|b|rc|post)[0-9]{0,6})?")
-
-# Set by the top-level ``--data DIR`` option; wins over everything else.
 
 
 class StoreError(Exception):
@@ -129,39 +124,6 @@ def new_staging_dir() -> str:
 
     os.makedirs(bundles_dir(), exist_ok=True)
     return tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=bundles_dir())
-
-
-# ------------------------------------------------------------------------------- versions
-
-
-def is_data_version(text: object) -> bool:
-    """Whether ``text`` is a data version (``YYYY.M.N``, each part of bounded length)."""
-    return isinstance(text, str) and _VERSION_RE.fullmatch(text) is not None
-
-
-def is_tool_version(text: object) -> bool:
-    """Whether ``text`` is a cudadoctor version (``0.1.0``, ``0.2.0.dev1``), each part bounded."""
-    return isinstance(text, str) and _TOOL_VERSION_RE.fullmatch(text) is not None
-
-
-def version_key(version: str) -> Tuple[int, ...]:
-    """``2026.11.0`` -> (2026, 11, 0); also tool versions (``0.1.0``, ``0.2.0.dev1`` -> (0, 2, 0, 1)).
-    Give it only versions checked by :func:`is_data_version` or :func:`is_tool_version`."""
-    parts: List[int] = []
-    for piece in version.split("."):
-        digits = re.match(r"\d*", piece)
-        parts.append(int(digits.group(0)) if digits and digits.group(0) else 0)
-    return tuple(parts)
-
-
-def tool_is_new_enough(min_tool_version: Optional[str]) -> bool:
-    return min_tool_version is None or version_key(__version__) >= version_key(min_tool_version)
-
-
-def shown(value: object, limit: int = 60) -> str:
-    """``value`` for a one-line message: repr (control characters escaped), cut to ``limit``."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------------------- state.json

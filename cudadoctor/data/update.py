@@ -62,7 +62,7 @@ class UpdateResult:
 
 def version_tuple(text: str) -> Tuple[int, ...]:
     """'2026.12.0' -> (2026, 12, 0): the store's ordering of data and tool versions."""
-    from cudadoctor.data.store import version_key
+    from cudadoctor.data.versions import version_key
 
     return version_key(text)
 
@@ -263,7 +263,7 @@ def check_bundle_manifest(manifest: Any) -> Dict[str, Dict[str, Any]]:
     """The bundle manifest's files, or UpdateError naming what is wrong with it."""
     from cudadoctor.matrix.load import SCHEMA_VERSION
 
-    from cudadoctor.data.store import is_data_version, is_tool_version, shown
+    from cudadoctor.data.versions import is_data_version, is_tool_version, shown
 
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise UpdateError(f"not a cudadoctor data bundle (format is not {BUNDLE_FORMAT!r})")
