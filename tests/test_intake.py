@@ -521,6 +521,8 @@ def test_a_windows_preview_build_under_wsl_is_named() -> None:
     d = diagnose_text(_paste("b-wsl-insider-21343-cuda-broken"))  # real: build 21343, WSL 2, nvidia-smi fails
     assert d.top is not None and d.top.category.value == "other" and d.top.source == "windows-preview-build"
     assert "preview" in d.top.label
+    blocked = [c for c in d.ranked if c.category.value == "kernel_module_blocked"]
+    assert blocked and blocked[0].verdict == "possible"  # WSL 2 loads no NVIDIA kernel module
     failing = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
     for released in (19045, 22631, 26100, 30000):  # released builds, and one newer than any known
         text = f"Microsoft Windows [Version 10.0.{released}.1000]\n{failing}"

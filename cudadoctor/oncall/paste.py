@@ -132,6 +132,7 @@ def _unlikely(chosen: Dict[str, Any]) -> Set[Category]:
     """Causes the surroundings make unlikely, though no fact rules them out: they stay possible,
     never the likely one. On Linux every framework has CUDA builds (a platform cause is left to an
     aarch64 or Jetson build), and pip's torch there is a CUDA build unless a CPU one is asked for;
+    under WSL 2 no NVIDIA kernel module loads (nouveau and Secure Boot do not come into it);
     TensorFlow up to 2.10 had CUDA builds for native Windows too."""
     os = chosen.get("os")
     tf = chosen.get("tensorflow_version")
@@ -140,6 +141,8 @@ def _unlikely(chosen: Dict[str, Any]) -> Set[Category]:
     if os is None or os.value != "linux":
         return set()
     out = {C.PLATFORM_UNSUPPORTED}
+    if chosen.get("wsl") is not None:  # WSL 2 has no NVIDIA kernel module: the Windows driver serves the GPU
+        out.add(C.KERNEL_MODULE_BLOCKED)
     asked = chosen.get("pip_install")
     if asked is not None and "torch" in str(asked.value).split() and "cpu" not in asked.text.lower():
         out.add(C.CPU_ONLY_BUILD)
