@@ -1,18 +1,30 @@
-"""Shared fixtures: the recorded machines under tests/machines/."""
+"""Shared fixtures: the recorded machines under tests/machines/, the compatibility data."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 from pathlib import Path
-from typing import Callable, Tuple
+from typing import TYPE_CHECKING, Callable, Tuple
 
 import pytest
 
 from cudadoctor.model import Snapshot
 from cudadoctor.host.recorded import RecordedHost
 
+if TYPE_CHECKING:
+    from cudadoctor.matrix import Matrix
+
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
+DATA_DIR = Path(__file__).resolve().parents[1] / "compat_data"
+
+
+@pytest.fixture(scope="session")
+def matrix() -> "Matrix":
+    """The compatibility data of this checkout (compat_data/), read once for the session."""
+    from cudadoctor.matrix import Matrix
+
+    return Matrix(str(DATA_DIR))
 
 
 @pytest.fixture

@@ -15,11 +15,6 @@ DATA = Path(__file__).resolve().parents[1] / "compat_data"
 
 
 @pytest.fixture(scope="module")
-def matrix() -> Matrix:
-    return Matrix(str(DATA))
-
-
-@pytest.fixture(scope="module")
 def eco(matrix: Matrix) -> EcosystemData:
     data: EcosystemData = matrix.ecosystem
     return data

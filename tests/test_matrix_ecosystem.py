@@ -20,11 +20,6 @@ DATA = REPO / "compat_data"
 
 
 @pytest.fixture(scope="module")
-def matrix() -> Matrix:
-    return Matrix(str(DATA))
-
-
-@pytest.fixture(scope="module")
 def eco(matrix: Matrix) -> EcosystemData:
     data: EcosystemData = matrix.ecosystem
     return data

@@ -22,11 +22,6 @@ ARCHITECTURES = ["kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ad
 
 
 @pytest.fixture(scope="module")
-def matrix() -> Matrix:
-    return Matrix(str(DATA))
-
-
-@pytest.fixture(scope="module")
 def data(matrix: Matrix) -> GpuData:
     built: GpuData = matrix.gpus
     return built

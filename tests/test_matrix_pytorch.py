@@ -27,11 +27,6 @@ LOCAL_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_
 
 
 @pytest.fixture(scope="module")
-def matrix() -> Matrix:
-    return Matrix(str(DATA))
-
-
-@pytest.fixture(scope="module")
 def pt(matrix: Matrix) -> PytorchData:
     data: PytorchData = matrix.pytorch
     return data

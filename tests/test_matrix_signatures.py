@@ -33,11 +33,6 @@ UNCOVERED: List[Category] = []
 
 
 @pytest.fixture(scope="module")
-def matrix() -> Matrix:
-    return Matrix(str(DATA))
-
-
-@pytest.fixture(scope="module")
 def data(matrix: Matrix) -> SignatureData:
     return matrix.signatures
 

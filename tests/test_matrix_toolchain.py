@@ -26,11 +26,6 @@ LOCAL_CUDA_13_0 = Path("/usr/local/cuda-13.0")
 
 
 @pytest.fixture(scope="module")
-def matrix() -> Matrix:
-    return Matrix(str(DATA))
-
-
-@pytest.fixture(scope="module")
 def tc(matrix: Matrix) -> ToolchainData:
     data: ToolchainData = matrix.toolchain
     return data
