@@ -298,22 +298,30 @@ def _soname_majors(chosen: Dict[str, Any]) -> List[Tuple[Category, str, str, Opt
     m = re.match(r"^lib(cudnn|cu\w+|nv\w+)\w*\.so\.(\d+)", name) or re.match(r"^(cudnn|cu\w+?|nv\w+?)\w*64_(\d+)\.dll$", name)
     if m is None:
         return []
-    family, wanted = m.group(1), int(m.group(2))
-    have = _installed(chosen, "cudnn" if family.startswith("cudnn") else "cuda")
-    category, what = (C.CUDNN_MISMATCH, "cuDNN") if family.startswith("cudnn") else (C.WRONG_PACKAGE_VARIANT, "CUDA")
-    major = _major(str(have.value)) if have is not None else None
-    if have is None or major is None or major == wanted or wanted > 40:
+    family = "cudnn" if m.group(1).startswith("cudnn") else "cuda"
+    wanted = int(m.group(2))
+    if wanted > 40:
         return []
-    return [(category, "holds", f"the build loads {name} ({what} {wanted}); this machine has {what} {major} "
-             f"(line {have.line}): install the build for {what} {major}, or {what} {wanted}'s libraries beside it",
-             missing.line, "soname-major")]
+    said = f"the build loads {name} ({_FAMILIES[family][1]} {wanted})"
+    return _other_major(chosen, family, wanted, said, missing.line, "soname-major")
 
 
-def _installed(chosen: Dict[str, Any], family: str) -> Any:
-    """The fact that says which cuDNN (``family`` "cudnn") or CUDA the machine has, or None."""
-    if family == "cudnn":
-        return chosen.get("cudnn_system")
-    return chosen.get("cuda_libraries") or chosen.get("nvcc_version")
+# A library family: the category of a build made for another major of it, and its name
+_FAMILIES = {"cudnn": (C.CUDNN_MISMATCH, "cuDNN"), "cuda": (C.WRONG_PACKAGE_VARIANT, "CUDA")}
+
+
+def _other_major(chosen: Dict[str, Any], family: str, wanted: int, said: str, line: Optional[int], source: str
+                 ) -> List[Tuple[Category, str, str, Optional[int], str]]:
+    """What the text shows a build wants (``said``: major ``wanted`` of ``family``), against the
+    major of it that the machine's facts show: a cause that holds when they differ."""
+    category, what = _FAMILIES[family]
+    have = chosen.get("cudnn_system") if family == "cudnn" else (
+        chosen.get("cuda_libraries") or chosen.get("nvcc_version"))
+    major = _major(str(have.value)) if have is not None else None
+    if have is None or major is None or major == wanted:
+        return []
+    return [(category, "holds", f"{said}; this machine has {what} {major} (line {have.line}): install the build "
+             f"for {what} {major}, or {what} {wanted}'s libraries beside it", line, source)]
 
 
 def _required_majors(chosen: Dict[str, Any], e: Explanation) -> List[Tuple[Category, str, str, Optional[int], str]]:
@@ -322,13 +330,11 @@ def _required_majors(chosen: Dict[str, Any], e: Explanation) -> List[Tuple[Categ
     out: List[Tuple[Category, str, str, Optional[int], str]] = []
     for x in e.matches:
         groups = dict(x.match.groups)
-        for family, category, what in (("cudnn", C.CUDNN_MISMATCH, "cuDNN"), ("cuda", C.WRONG_PACKAGE_VARIANT, "CUDA")):
-            wanted, have = _major(groups.get(family)), _installed(chosen, family)
-            major = _major(str(have.value)) if have is not None else None
-            if wanted is not None and major is not None and major != wanted:
-                out.append((category, "holds", f"the build needs {what} {wanted} (line {x.line_number}); this machine "
-                            f"has {what} {major} (line {have.line}): install the build for {what} {major}, or "
-                            f"{what} {wanted}'s libraries beside it", x.line_number, x.signature))
+        for family, (_, what) in _FAMILIES.items():
+            wanted = _major(groups.get(family))
+            if wanted is not None:
+                out += _other_major(chosen, family, wanted, f"the build needs {what} {wanted} (line {x.line_number})",
+                                    x.line_number, x.signature)
     return out
 
 

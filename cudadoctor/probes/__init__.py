@@ -90,12 +90,9 @@ def collect(
     return assemble(names, dict(results), dict(durations), probe_deadline(timeout))
 
 
-# Commands the probes always run, whatever the machine: started before the probes are even
-# imported, so that they run while Python loads them (the probes then find their answers in the
-# Context, which runs each command once).
-LDCONFIG = ("ldconfig", "-p")
-
-
+# Commands the probes always run, whatever the machine (ldconfig, the compilers' versions): started
+# before the probes are even imported, so that they run while Python loads them (the probes then
+# find their answers in the Context, which runs each command once).
 def _start_early(ctx: Context, only: Optional[Sequence[str]]) -> None:
     def early() -> None:
         try:
@@ -103,8 +100,10 @@ def _start_early(ctx: Context, only: Optional[Sequence[str]]) -> None:
             if only is None or "compilers" in only:
                 from cudadoctor.probes.compilers import compilers_on_path, version_commands
 
-                commands += version_commands(ctx.once("compilers", lambda: compilers_on_path(ctx)))
+                commands += version_commands(compilers_on_path(ctx))
             if only is None or "libraries" in only:
+                from cudadoctor.probes.libraries import LDCONFIG
+
                 commands.append(LDCONFIG)
             ctx.run_many(commands)
         except Exception:  # the probe that needs the command meets the error again, and records it

@@ -14,7 +14,11 @@ COMPILERS = ("gcc", "g++", "clang", "clang++")
 
 def compilers_on_path(ctx: Context) -> List[Tuple[str, str]]:
     """(name, path) of each compiler found: those of COMPILERS on PATH, and $CC, $CXX and
-    $CUDAHOSTCXX where set."""
+    $CUDAHOSTCXX where set. Looked up once per stage (the early start asks too)."""
+    return ctx.once("compilers", lambda: _on_path(ctx))
+
+
+def _on_path(ctx: Context) -> List[Tuple[str, str]]:
     env = ctx.env()
     names: List[str] = list(COMPILERS)
     for var in ("CC", "CXX", "CUDAHOSTCXX"):
@@ -33,7 +37,7 @@ def probe_compilers(ctx: Context) -> ProbeOutput:
     A compiler that is absent is simply not listed."""
     found: List[Compiler] = []
     errors: List[ProbeError] = []
-    located = ctx.once("compilers", lambda: compilers_on_path(ctx))
+    located = compilers_on_path(ctx)
     results = ctx.run_many(version_commands(located))
     for (name, path), result in zip(located, results):
         if not result.ok:

@@ -18,6 +18,8 @@ from cudadoctor.model.parsers import parse_cudnn_header, parse_ldconfig, version
 from cudadoctor.probes.context import ProbeOutput, command_kind
 from cudadoctor.probes.context import Context
 
+LDCONFIG = ("ldconfig", "-p")  # the loader's cache; run on every machine, so the probe stage starts it early
+
 # The library families a CUDA stack loads. cuDNN 9 splits into sub-libraries (graph, ops, cnn,
 # adv, engines_*, heuristic); cuDNN 8 into *_infer/*_train; the main ones are listed.
 FAMILIES = (
@@ -47,7 +49,7 @@ def probe_libraries(ctx: Context) -> ProbeOutput:
         if d:
             dirs.append((d, "LD_LIBRARY_PATH"))
     machine = host.platform().machine
-    cache = ctx.run("ldconfig", "-p")  # the same command as probes.LDCONFIG, started early
+    cache = ctx.run(*LDCONFIG)  # started early by the probe stage
     if cache.error == "not_found":  # /sbin is often not on a user's PATH; a hung one is not retried
         cache = ctx.run("/sbin/ldconfig", "-p")
     every = parse_ldconfig(cache.stdout) if cache.ok else []
