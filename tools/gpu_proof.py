@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_proof_failures import CASES, case_step, side_by_side  # noqa: E402  (sibling modules)
 from gpu_proof_procs import become_subreaper  # noqa: E402
 from gpu_proof_runner import Runner, Step  # noqa: E402
+from gpu_proof_texts import check_speed, healthy_texts  # noqa: E402
 from gpu_proof_steps import (Kit, check_json, check_text, environment, nvidia_smi, nvidia_smi_q,  # noqa: E402
                              pytest_gpu, recorder, smoke)
 
@@ -63,13 +64,15 @@ def steps(kit: Kit) -> List[Step]:
         Step("recorder", recorder(kit), 90, 10, "python -m cudadoctor[.host].recorder, then its replay as golden files"),
         Step("smoke_quick", smoke(kit, "quick"), 90, 15, "cudadoctor smoke --tier quick, every suite, timed"),
     ]
-    table += [Step(f"case_{c.name}", case_step(kit, c), 90 if c.name == "wrong_arch" else 60, 10,
+    table += [Step(f"case_{c.name}", case_step(kit, c), 90 if c.name == "wrong_arch" else 60, 5,
                    f"provoked failure {c.name} through cudadoctor run and the excepthook") for c in CASES]
     table += [
         Step("smoke_standard", smoke(kit, "standard"), 170, 30, "cudadoctor smoke --tier standard, every suite"),
         Step("smoke_stress", smoke(kit, "stress"), 170, 45, "cudadoctor smoke --tier stress --duration 30s, every suite"),
         Step("side_by_side", side_by_side(kit), 90, 15, "torch's own d2d copy and matmul figures against the smoke figures"),
         Step("pytest_gpu", pytest_gpu(kit), 200, 30, "pytest -m gpu with the cudadoctor plugin (its header)"),
+        Step("healthy_texts", healthy_texts(kit), 100, 20, "what people paste from this healthy machine, saved"),
+        Step("check_speed", check_speed(kit), 240, 30, "check against collect_env, paired; check's profile"),
     ]
     return table
 

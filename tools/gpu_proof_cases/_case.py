@@ -88,3 +88,34 @@ class Driver:
         self.check("cuDeviceGet", ctypes.byref(dev), ordinal)
         self.check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
         self.check("cuCtxSetCurrent", ctx)
+
+
+def cuda_cupy() -> Any:
+    """cupy, when it imports and sees a GPU runtime; else skip."""
+    try:
+        import cupy
+    except ImportError as exc:
+        skip(f"needs CuPy; it is not installed ({exc})")
+    return cupy
+
+
+def cuda_jax() -> Any:
+    """jax, when a CUDA plugin is installed; else skip (the backend itself is what a case provokes)."""
+    try:
+        import jax
+    except ImportError as exc:
+        skip(f"needs JAX; it is not installed ({exc})")
+    try:
+        from importlib import metadata
+
+        if not any(d.metadata["Name"].startswith(("jax-cuda", "jax_cuda")) for d in metadata.distributions()):
+            skip("needs JAX with a CUDA plugin (jax-cuda1x-plugin); only the CPU backend is installed")
+    except Exception:  # metadata of one broken distribution: try anyway
+        pass
+    return jax
+
+
+def cupy_kernel(source: str, name: str, options: Tuple[str, ...] = ()) -> Any:
+    """A CuPy RawKernel compiled by NVRTC from ``source``."""
+    cupy = cuda_cupy()
+    return cupy.RawKernel(source, name, options=options)
