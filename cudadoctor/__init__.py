@@ -51,14 +51,14 @@ __all__ = [
 
 # Which module defines each name; imported when the name is first asked for.
 _HOME: Dict[str, str] = {name: "api" for name in __all__}
-_HOME.update(CudadoctorError="errors", Explanation="oncall.explanation", install_excepthook="oncall.excepthook",
+_HOME.update(CudadoctorError="errors", Explanation="diagnosis.explanation", install_excepthook="oncall.excepthook",
              uninstall_excepthook="oncall.excepthook")
 
 if TYPE_CHECKING:  # the real signatures, for mypy and IDEs
     from cudadoctor.api import collect, diagnose, diagnose_text, explain, make_report, plan_install, report, smoke
     from cudadoctor.errors import CudadoctorError
     from cudadoctor.oncall.excepthook import install_excepthook, uninstall_excepthook
-    from cudadoctor.oncall.explanation import Explanation
+    from cudadoctor.diagnosis.explanation import Explanation
 else:
     # ``cudadoctor.smoke`` is also the package of the smoke suites, and importing any of its modules
     # (``check`` does) sets the attribute to that package, hiding a function of the same name. So the

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
 
 from cudadoctor.reports.build import make_report
@@ -19,8 +20,8 @@ from cudadoctor.model import Finding, Report, SmokeResult, Snapshot
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
-    from cudadoctor.oncall.explanation import Explanation
-    from cudadoctor.oncall.paste import PasteDiagnosis
+    from cudadoctor.diagnosis.explanation import Checked, Explanation
+    from cudadoctor.diagnosis.paste import PasteDiagnosis
     from cudadoctor.planner.install import InstallResult
     from cudadoctor.planner.target import Target
 
@@ -88,11 +89,27 @@ def diagnose_text(text: str, *, name: str = "text", matrix: Optional[Matrix] = N
     'driver_too_old'
     """
     from cudadoctor.data.source import default_matrix
-    from cudadoctor.oncall.paste import diagnose_paste
+    from cudadoctor.diagnosis.explanation import explain_message
+    from cudadoctor.diagnosis.intake import read_text
+    from cudadoctor.diagnosis.paste import diagnose_paste
 
     if not isinstance(text, str):
         raise CudadoctorError(f"diagnose_text: give the pasted text as a string, not {type(text).__name__}")
-    return diagnose_paste(text, name, matrix or default_matrix())
+    matrix = matrix or default_matrix()
+    intake = read_text(text, matrix)
+    checked = judge(intake.text, intake.snapshot(), "paste", name, matrix)
+    return diagnose_paste(name, intake, explain_message(intake.text, checked, matrix), matrix)
+
+
+def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Optional[Matrix] = None) -> "Checked":
+    """Every check run on ``snapshot`` with ``message`` as its error message: what the causes of an
+    explanation are judged against (``kind`` and ``what`` say which machine it is, for the text)."""
+    from cudadoctor.checks import CHECKS, run_checks
+    from cudadoctor.data.source import default_matrix
+    from cudadoctor.diagnosis.explanation import Checked
+
+    snapshot = replace(snapshot, error_message=message)
+    return Checked(kind, what, snapshot, tuple(run_checks(snapshot, matrix or default_matrix())), CHECKS)
 
 
 def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: Optional[SnapshotLike] = None,
@@ -109,7 +126,8 @@ def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: O
     >>> e.matches[0].signature, e.matches[0].categories[0].value
     ('cuda-no-kernel-image', 'arch_unsupported')
     """
-    from cudadoctor.oncall.explanation import explain_message, judge, message_of
+    from cudadoctor.data.source import default_matrix
+    from cudadoctor.diagnosis.explanation import explain_message, message_of
 
     if not isinstance(error, (str, BaseException)):
         raise CudadoctorError(f"explain: give the error text or an exception, not {type(error).__name__}")
@@ -121,12 +139,13 @@ def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: O
             raise CudadoctorError("explain: snapshot= does not go with python= or host=")
         kind, what = (("snapshot", os.fspath(snapshot)) if isinstance(snapshot, (str, os.PathLike))
                       else ("given", "snapshot"))
-        return explain_message(message, judge(message, as_snapshot(snapshot), kind, what))
+        return explain_message(message, judge(message, as_snapshot(snapshot), kind, what), default_matrix())
     if not check:
-        return explain_message(message)
+        return explain_message(message, None, default_matrix())
     snap = collect(python=checked_interpreter(python, host), timeout=timeout, host=host)
     target = snap.python.executable if snap.python and snap.python.executable else "unknown"
-    return explain_message(message, judge(message, snap, "host" if host is not None else "machine", target))
+    return explain_message(message, judge(message, snap, "host" if host is not None else "machine", target),
+                           default_matrix())
 
 
 def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mapping[str, Any], "Target"] = None, *,
@@ -291,7 +310,7 @@ def as_snapshot(value: SnapshotLike) -> Snapshot:
     where = ""
     if isinstance(value, str) and "\n" in value:  # pasted text, not a path
         from cudadoctor.data.source import default_matrix
-        from cudadoctor.intake import read_text
+        from cudadoctor.diagnosis.intake import read_text
 
         intake = read_text(value, default_matrix())
         if not intake.usable:

@@ -64,7 +64,7 @@ def test_the_names_are_exactly_all_and_each_is_documented() -> None:
 
 def test_the_names_survive_imports_of_same_named_modules() -> None:
     """`cudadoctor.smoke` is also the suites' package, imported by `check`: it must stay callable."""
-    import cudadoctor.oncall.explanation  # noqa: F401
+    import cudadoctor.diagnosis.explanation  # noqa: F401
     import cudadoctor.smoke.runner  # noqa: F401
 
     assert callable(cudadoctor.smoke) and cudadoctor.smoke.runner.run_suite  # type: ignore[attr-defined]

@@ -17,23 +17,23 @@ ALLOWED: Dict[str, Set[str]] = {
     "model": {"version", "errors"},
     "host": {"model", "version", "errors", "probes"},  # probes: the recorder's command line only
     "matrix": {"model"},
-    "intake": {"matrix", "model"},
+    "diagnosis": {"matrix", "model", "render", "version"},
     "data": {"matrix", "host", "model", "version"},
     "planner": {"matrix", "model", "errors", "version"},
-    "checks": {"matrix", "planner", "model"},
+    "checks": {"matrix", "planner", "model", "diagnosis"},
     "probes": {"host", "model", "version"},
     "smoke": {"model"},
     "reports": {"data", "smoke", "model", "errors", "version"},
-    "render": {"reports", "planner", "host", "intake", "model", "version"},
+    "render": {"reports", "planner", "host", "model", "version"},
     "fleet": {"reports", "render", "checks", "model", "errors", "version"},
-    "oncall": {"api", "checks", "data", "intake", "reports", "render", "host", "model", "errors", "version"},
-    "api": {"checks", "data", "errors", "host", "intake", "model", "oncall", "planner", "probes", "render", "reports", "smoke",
-            "version"},
-    "triage": {"api", "oncall", "reports", "render", "model", "errors", "version"},  # run wraps the API
-    "pytest_plugin": {"api", "checks", "errors", "host", "model", "render", "reports", "data", "version"},
-    "cli": {"api", "checks", "data", "errors", "fleet", "host", "intake", "matrix", "model", "oncall", "planner",
+    "oncall": {"api", "checks", "data", "diagnosis", "reports", "render", "host", "model", "errors", "version"},
+    "api": {"checks", "data", "diagnosis", "errors", "host", "model", "oncall", "planner", "probes", "render", "reports",
+            "smoke", "version"},
+    "triage": {"api", "diagnosis", "oncall", "reports", "render", "model", "errors", "version"},  # run wraps the API
+    "pytest_plugin": {"api", "checks", "diagnosis", "errors", "host", "model", "render", "reports", "data", "version"},
+    "cli": {"api", "checks", "data", "diagnosis", "errors", "fleet", "host", "matrix", "model", "oncall", "planner",
             "render", "reports", "smoke", "triage", "version"},
-    "__init__": {"api", "errors", "oncall", "smoke", "version"},
+    "__init__": {"api", "diagnosis", "errors", "oncall", "smoke", "version"},
     "__main__": {"cli"},
 }
 # The modules that wrap the API (and so may import it) besides the CLI.

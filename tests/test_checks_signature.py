@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Sequence
 import pytest
 
 from cudadoctor.checks import CHECKS, run_checks
-from cudadoctor.checks import causes as causes_module
+from cudadoctor.diagnosis import causes as causes_module
 from cudadoctor.checks import signature
 from cudadoctor.checks.signature import CANNOT_TELL, HOLDS, NOT_CHECKED, RULED_OUT, causes
 from cudadoctor.model.facts import snapshot_from_facts

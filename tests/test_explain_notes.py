@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cudadoctor
-from cudadoctor.checks import memory
-from cudadoctor.checks.causes import in_context
+from cudadoctor.diagnosis import memory
+from cudadoctor.diagnosis.causes import in_context
 from cudadoctor.matrix import Matrix
 from cudadoctor.model import Category as C
 from cudadoctor.model import Gpu, HostInfo, Snapshot

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from cudadoctor.api import diagnose_text
 from cudadoctor.data.source import default_matrix
-from cudadoctor.intake import Intake, read_text
+from cudadoctor.diagnosis.intake import Intake, read_text
 from helpers import HERE, cli
 
 CORPUS = HERE / "corpus"
@@ -466,7 +466,7 @@ def test_vllm_asked_for_on_windows_is_a_platform_matter() -> None:
 
 
 def test_a_value_no_fact_can_hold_is_left_out_not_a_failure() -> None:
-    from cudadoctor.intake import Fact
+    from cudadoctor.diagnosis.intake import Fact
 
     intake = Intake(blocks=(), facts=(Fact("driver_version", "banana", 1, "Driver Version: banana", "nvidia_smi"),
                                       Fact("torch_version", "2.5.1", 2, "torch 2.5.1", "pip_list")), notes=(), text="")

@@ -61,7 +61,7 @@ def _triage(github: FakeGitHub, capsys: pytest.CaptureFixture[str], number: int,
 
 
 def _label_of(category: str) -> str:
-    from cudadoctor.checks.causes import label
+    from cudadoctor.diagnosis.causes import label
     from cudadoctor.model import Category
 
     return label(Category(category))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 from cudadoctor.model import Category, Finding, LibraryCopy, Severity, Snapshot
 from cudadoctor.checks.base import Check, driver_version, finding, gpus, ref
+from cudadoctor.diagnosis.causes import HIDE_ALL as HIDE_ALL  # the values that hide every GPU
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -273,7 +274,6 @@ def _gpus_visible(snap: Snapshot) -> bool:
 
 
 # CUDA_VISIBLE_DEVICES values that hide every GPU (lower case)
-HIDE_ALL = {"", "-1", "none", "void", "nodevfiles"}
 
 
 def check_visible_devices(snap: Snapshot, matrix: Matrix) -> List[Finding]:

@@ -11,6 +11,7 @@ from cudadoctor.checks.base import Check, ref
 from cudadoctor.checks.builds_facts import GpuFact, below, finding, gpu_facts
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
+from cudadoctor.matrix.addons import NAMES as NAMES  # what probes/addons.py reads
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -25,7 +26,6 @@ def spec_allows(spec: str, version: str) -> Optional[bool]:
 
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-NAMES = ("triton", "flash-attn", "xformers", "vllm")  # what probes/addons.py reads
 OTHER_TORCH = "extension-built-for-other-torch"
 GPU_UNSUPPORTED = "extension-gpu-unsupported"
 

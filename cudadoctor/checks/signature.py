@@ -6,16 +6,20 @@ confidence and severity warning; when a check found a real error, the runner mar
 finding as following from it (``consequence_of`` lists every category). :func:`causes` compares
 a signature's categories with the findings of the other checks, for ``cudadoctor explain``:
 which of the possible causes holds here, which the facts rule out, and which cannot be told
-(:mod:`cudadoctor.checks.causes`, re-exported here).
+(:mod:`cudadoctor.diagnosis.causes`, re-exported here).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, List
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.checks.base import Check, finding, ref
-from cudadoctor.checks.causes import (
+from cudadoctor.diagnosis.matching import match as match_text
+from cudadoctor.diagnosis.matching import notes as notes
+from cudadoctor.diagnosis.matching import SNIPPET
+from cudadoctor.diagnosis.matching import snippet as snippet
+from cudadoctor.diagnosis.causes import (
     CANNOT_TELL,
     HOLDS,
     MESSAGE_CODES,
@@ -31,40 +35,6 @@ if TYPE_CHECKING:
 
 C = Category
 
-SNIPPET = 100  # characters of the message quoted in a title
-SHORT = 32  # a match shorter than this is quoted with the rest of its line
-
-
-def snippet(match: Any) -> str:
-    """The part of the message a title quotes: what the pattern matched, or, when that alone is
-    too short to recognise ('Error 804'), its line from the match on (or up to it, at its end)."""
-    text = " ".join(str(match.text).split())
-    if len(text) < SHORT:
-        line = " ".join(str(match.line).split())
-        at = max(line.find(text), 0)
-        text = line[at:] if len(line) - at >= SHORT else line[max(0, at + len(text) - SNIPPET):]
-    return text if len(text) <= SNIPPET else text[: SNIPPET - 1] + "…"
-
-
-def notes(match: Any, message: str, matrix: Matrix, snapshot: Optional[Snapshot] = None) -> Tuple[str, ...]:
-    """What the text and the facts add to a matched signature: for a library that cannot be
-    loaded, the pip package that ships that file name; for out of memory, who holds the memory
-    (:mod:`cudadoctor.checks.memory`)."""
-    from cudadoctor.checks import memory
-
-    out: List[str] = []
-    groups = dict(getattr(match, "groups", {}) or {})
-    for key in ("lib", "dll"):
-        name = groups.get(key)
-        shipped = matrix.signatures.shipped_by(name) if name else []
-        if shipped:
-            where = "; ".join(f"{s.pip} (CUDA {s.cuda_major})" for s in shipped)
-            out.append(f"{shipped[0].soname} is shipped by the pip package {where}: pip list | grep {shipped[0].pip}")
-    if C.OUT_OF_MEMORY in match.signature.categories:
-        out.extend(memory.notes(message, snapshot))
-    return tuple(out)
-
-
 # ---------------------------------------------------------------------------- the checks
 
 
@@ -74,7 +44,7 @@ def check_error_message(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     if not text or not text.strip():
         return []
     out: List[Finding] = []
-    for m in matrix.signatures.match(text):
+    for m in match_text(text, matrix):
         sig = m.signature
         others = [label(c) for c in sig.categories[1:]]
         also = f" Less likely: {'; '.join(others)}." if others else ""
@@ -94,7 +64,7 @@ def check_error_message_unmatched(snap: Snapshot, matrix: Matrix) -> List[Findin
     """An error message was given, and no known signature is in it: say so, so that nobody
     takes the silence for 'this message is harmless'."""
     text = snap.error_message
-    if not text or not text.strip() or matrix.signatures.match(text):
+    if not text or not text.strip() or match_text(text, matrix):
         return []
     first = next(line.strip() for line in text.splitlines() if line.strip())
     quoted = first if len(first) <= SNIPPET else first[: SNIPPET - 1] + "…"

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from cudadoctor.model import Category, Finding, Gpu, Severity, SmokeResult, SmokeTest, Snapshot
 from cudadoctor.checks.base import Check, finding, ref
 from cudadoctor.checks.signature import label as cause_label
+from cudadoctor.diagnosis.matching import first as first_match
+from cudadoctor.diagnosis.matching import match as match_text
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -100,7 +102,7 @@ def _text_of(r: SmokeResult, tests: Sequence[SmokeTest]) -> str:
 
 def _signature(matrix: Matrix, text: str) -> Any:
     try:
-        return matrix.signatures.first(text)
+        return first_match(text, matrix)
     except Exception:  # no signature data: the finding only loses its explanation
         return None
 
@@ -108,7 +110,7 @@ def _signature(matrix: Matrix, text: str) -> Any:
 def _hardware_signature(matrix: Matrix, text: str) -> Any:
     """The first error signature in ``text`` whose most likely cause is a hardware fault."""
     try:
-        found = matrix.signatures.match(text) if text.strip() else []
+        found = match_text(text, matrix) if text.strip() else []
     except Exception:  # no signature data: the counters and error names still count
         return None
     return next((m for m in found if m.signature.category is C.HARDWARE_FAULT), None)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Optional, Tuple
 import click
 
 from cudadoctor.errors import CudadoctorError, ExitCode
-from cudadoctor.oncall.explanation import Checked, explain_message, judge
+from cudadoctor.api import judge
+from cudadoctor.diagnosis.explanation import Checked, explain_message
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.model import Snapshot
 from cudadoctor.model.printable import json_printable
@@ -95,7 +96,7 @@ MACHINE_BLOCKS = frozenset({"collect_env", "nvidia_smi", "nvidia_smi_q", "nvidia
 def _pasted_machine(message: str, matrix: "Matrix") -> Optional[Checked]:
     """When the text holds a machine's own output (collect_env, nvidia-smi, a package list ...), the
     causes are judged on that machine, as the text describes it."""
-    from cudadoctor.intake import read_text
+    from cudadoctor.diagnosis.intake import read_text
     from cudadoctor.model.serialize import SnapshotError
 
     intake = read_text(message, matrix)

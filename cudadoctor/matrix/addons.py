@@ -16,6 +16,7 @@ __all__ = ["TABLES", "AddonData", "TritonPin", "TritonRelease", "FlashAttnGenera
            "invariants", "spec_allows"]
 
 TABLES = ("triton.json", "flash_attn.json", "xformers.json", "vllm.json")
+NAMES = ("triton", "flash-attn", "xformers", "vllm")  # the packages of TABLES, as probes/addons.py reads them
 
 
 @frozen

@@ -40,10 +40,13 @@ from cudadoctor.matrix._signatures_patterns import MIN_KEYWORD as MIN_KEYWORD
 from cudadoctor.matrix._signatures_patterns import keywords as keywords
 from cudadoctor.matrix._signatures_patterns import pattern_problems as pattern_problems
 from cudadoctor.matrix._signatures_patterns import spans_lines as spans_lines
+from cudadoctor.matrix._error_codes import ErrorCode, generated, nvml_alias, read_codes, read_families
 from cudadoctor.matrix.load import DataError
 
-TABLES = ("errors.json", "sonames.json")
+TABLES = ("errors.json", "sonames.json", "error_codes.json", "error_families.json")
 FILE = "errors.json"
+CODES = "error_codes.json"
+FAMILIES = "error_families.json"
 SCHEMA = "errors.schema.json"
 SONAMES = "sonames.json"
 
@@ -55,7 +58,7 @@ MAX_LINE = 2000  # a matched line longer than this is cut to the match and some 
 @frozen
 class Signature:
     id: str
-    pattern: str
+    pattern: str  # "" for a signature matched through its codes alone
     specificity: int
     example: str
     frameworks: Tuple[str, ...]
@@ -65,12 +68,13 @@ class Signature:
     seen_in: Tuple[str, ...]
     source: str
     confidence: str
-    regex: Pattern[str] = field(repr=False, compare=False)
+    regex: Optional[Pattern[str]] = field(repr=False, compare=False)
     keywords: Tuple[str, ...] = field(repr=False, compare=False)  # lower case; () = none found
     context: int = field(repr=False, compare=False)  # lines searched either side of a keyword
     example_first_match: Optional[str] = None
     note: Optional[str] = None
     other: Optional[str] = None  # what the category 'other' stands for with this message
+    codes: Tuple[str, ...] = ()  # the library error codes (error_codes.json) it stands for
 
     @property
     def category(self) -> Category:
@@ -114,14 +118,40 @@ _LAST: Dict[str, Tuple["SignatureData", str, Tuple["SignatureMatch", ...]]] = {}
 class SignatureData:
     signatures: Tuple[Signature, ...]  # sorted by id
     sonames: Tuple[Soname, ...] = ()  # sorted by file name, then CUDA major
+    codes: Tuple[ErrorCode, ...] = ()  # every error code of the CUDA libraries (error_codes.json)
     _index: Mapping[str, Signature] = field(default_factory=dict, repr=False, compare=False)
+    _by_code: Mapping[str, Signature] = field(default_factory=dict, repr=False, compare=False)
+    _code_names: Mapping[str, ErrorCode] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self._index:
             index: Dict[str, Signature] = {}
+            by_code: Dict[str, Signature] = {}
             for s in self.signatures:
                 index.setdefault(s.id, s)
+                for name in s.codes:
+                    by_code.setdefault(name, s)
+                    alias = nvml_alias(name)
+                    if alias:
+                        by_code.setdefault(alias, s)
+            names: Dict[str, ErrorCode] = {}
+            for c in self.codes:
+                names.setdefault(c.name, c)
+                alias = nvml_alias(c.name)
+                if alias:
+                    names.setdefault(alias, c)
             object.__setattr__(self, "_index", index)
+            object.__setattr__(self, "_by_code", by_code)
+            object.__setattr__(self, "_code_names", names)
+
+    def for_code(self, name: str) -> Optional[Signature]:
+        """The signature a library error code stands for ('cudaErrorNoDevice', 'CUDA_ERROR_NO_DEVICE',
+        'NVMLError_LibRmVersionMismatch'); None for a name that is no error code the data knows."""
+        return self._by_code.get(name)
+
+    def code(self, name: str) -> Optional[ErrorCode]:
+        """The error code of that name, as its library declares it."""
+        return self._code_names.get(name)
 
     # ------------------------------------------------------------------ queries
 
@@ -143,15 +173,16 @@ class SignatureData:
         return sorted(found, key=lambda s: ([c.value for c in s.categories].index(value), s.id))
 
     def match(self, text: str) -> List[SignatureMatch]:
-        """Every signature found in ``text``, most specific first (then earliest, then by id);
-        one match per signature, its first. Any text is accepted; [] when nothing matches."""
+        """Every signature whose pattern is found in ``text``, most specific first (then earliest,
+        then by id); one match per signature, its first. Any text is accepted; [] when nothing
+        matches. The codes a text names are found by :mod:`cudadoctor.diagnosis.vocabulary`."""
         if not isinstance(text, str) or not text:
             return []
         last = _LAST.get("last")
         if last is not None and last[0] is self and (last[1] is text or last[1] == text):
             return list(last[2])  # one text is matched by the intake, the checks and explain: once
         scan = _Scan(text)
-        found = [m for m in (scan.find(s) for s in self.signatures) if m is not None]
+        found = [m for m in (scan.find(s) for s in self.signatures if s.regex is not None) if m is not None]
         found.sort(key=lambda m: (-m.signature.specificity, m.start, m.signature.id))
         _LAST["last"] = (self, text, tuple(found))
         return found
@@ -197,6 +228,8 @@ class _Scan:
         return len(self.text) if line >= len(self.breaks) else self.breaks[line]
 
     def find(self, sig: Signature) -> Optional[SignatureMatch]:
+        if sig.regex is None:
+            return None
         if not sig.keywords:
             m = sig.regex.search(self.text)
             return self._result(sig, m) if m else None
@@ -244,27 +277,38 @@ def _groups(m: "re.Match[str]") -> Dict[str, str]:
 
 
 def build(docs: Mapping[str, Mapping[str, Any]]) -> SignatureData:
-    rows = []
-    vocabulary = {c.value: c for c in Category}
-    for i, r in enumerate(docs[FILE]["records"]):
-        where = f"records[{i}] ({r.get('id')})"
-        try:
-            regex = re.compile(r["pattern"], FLAGS)
-        except (re.error, RecursionError, OverflowError, ValueError, TypeError, AssertionError) as exc:
-            raise DataError(FILE, [f"{where}: pattern does not compile: {exc}"]) from None
-        unknown = [c for c in r["categories"] if c not in vocabulary]
-        if unknown:
-            raise DataError(FILE, [f"{where}: categories: {', '.join(map(repr, unknown))} not in cudadoctor.model.Category"])
-        rows.append(Signature(
-            id=r["id"], pattern=r["pattern"], specificity=r["specificity"], example=r["example"],
-            frameworks=tuple(r["frameworks"]), categories=tuple(vocabulary[c] for c in r["categories"]),
-            explanation=r["explanation"], verify=tuple(r["verify"]), seen_in=tuple(r["seen_in"]),
-            source=r["source"], confidence=r["confidence"], regex=regex, keywords=keywords(r["pattern"]),
-            context=r.get("span", CONTEXT_LINES) if spans_lines(r["pattern"]) else 0,
-            example_first_match=r.get("example_first_match"), note=r.get("note"), other=r.get("other"),
-        ))
+    records = list(docs[FILE]["records"])
+    codes = read_codes(docs[CODES]) if CODES in docs else ()
+    if CODES in docs and FAMILIES in docs:
+        claimed = {name: r["id"] for r in records for name in r.get("codes", ())}
+        records += generated(codes, read_families(docs[FAMILIES]), claimed)
+    rows = sorted((_signature(i, r) for i, r in enumerate(records)), key=lambda sig: sig.id)
     sonames = tuple(
         Soname(soname=r["soname"], os=r["os"], library=r["library"], cuda_major=r["cuda_major"], pip=r["pip"],
                source=r["source"], confidence=r["confidence"], note=r.get("note"))
         for r in docs[SONAMES]["records"]) if SONAMES in docs else ()
-    return SignatureData(tuple(rows), sonames)
+    return SignatureData(tuple(rows), sonames, codes)
+
+
+def _signature(i: int, r: Mapping[str, Any]) -> Signature:
+    vocabulary = {c.value: c for c in Category}
+    where = f"records[{i}] ({r.get('id')})"
+    pattern = r.get("pattern", "")
+    regex: Optional[Pattern[str]] = None
+    if pattern:
+        try:
+            regex = re.compile(pattern, FLAGS)
+        except (re.error, RecursionError, OverflowError, ValueError, TypeError, AssertionError) as exc:
+            raise DataError(FILE, [f"{where}: pattern does not compile: {exc}"]) from None
+    unknown = [c for c in r["categories"] if c not in vocabulary]
+    if unknown:
+        raise DataError(FILE, [f"{where}: categories: {', '.join(map(repr, unknown))} not in cudadoctor.model.Category"])
+    return Signature(
+        id=r["id"], pattern=pattern, specificity=r["specificity"], example=r["example"],
+        frameworks=tuple(r["frameworks"]), categories=tuple(vocabulary[c] for c in r["categories"]),
+        explanation=r["explanation"], verify=tuple(r["verify"]), seen_in=tuple(r["seen_in"]),
+        source=r["source"], confidence=r["confidence"], regex=regex, keywords=keywords(pattern) if pattern else (),
+        context=r.get("span", CONTEXT_LINES) if pattern and spans_lines(pattern) else 0,
+        example_first_match=r.get("example_first_match"), note=r.get("note"), other=r.get("other"),
+        codes=tuple(r.get("codes", ())),
+    )

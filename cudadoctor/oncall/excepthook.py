@@ -104,12 +104,13 @@ def _after(hook: _SysHook, exc: Optional[BaseException]) -> None:
 
 def diagnosis(exc: BaseException, *, check: bool = True) -> Optional[str]:
     """The headline and explanation of ``exc`` when a known signature is in it, else None."""
-    from cudadoctor.oncall.explanation import explain_message, message_of
+    from cudadoctor.diagnosis.explanation import explain_message, message_of
+    from cudadoctor.diagnosis.matching import match
     from cudadoctor.data.source import default_matrix
 
     message = message_of(exc)
     matrix = default_matrix()
-    if not matrix.signatures.match(message):  # the common case: no probing, nothing printed
+    if not match(message, matrix):  # the common case: no probing, nothing printed
         return None
     if check:
         from cudadoctor.api import explain

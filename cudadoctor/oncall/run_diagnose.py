@@ -53,8 +53,9 @@ def diagnose(options: Options, status: int, captured: bytes) -> None:
 
 def _matches(text: str) -> List[Any]:
     from cudadoctor.data.source import default_matrix
+    from cudadoctor.diagnosis.matching import match
 
-    return list(default_matrix().signatures.match(text))
+    return match(text, default_matrix())
 
 
 def _how(status: int) -> str:

@@ -11,7 +11,7 @@ import re
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 from cudadoctor.record import frozen
 
-from cudadoctor.checks.access import HIDE_ALL
+from cudadoctor.diagnosis.causes import HIDE_ALL
 from cudadoctor.model import Category, Finding, Gpu, Report, Severity, Snapshot
 
 # The names cudadoctor.probes.frameworks gives the builds it reads; ``framework=`` must be one.

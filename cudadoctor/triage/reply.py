@@ -1,7 +1,7 @@
 """The reply to an issue, in Markdown, from the diagnosis of its text: the likely cause in words,
 the lines of the issue that show it, the fix as commands, and, when the facts are not enough,
 exactly what to paste next. It decides nothing: the causes, their order and the asks are the
-diagnosis's (:mod:`cudadoctor.oncall.paste`).
+diagnosis's (:mod:`cudadoctor.diagnosis.paste`).
 
 Safe to post on a public tracker: from the issue it repeats only the lines that show the cause
 (at most :data:`MAX_QUOTES`, each cut at :data:`MAX_LINE` characters), and every text that comes
@@ -23,7 +23,7 @@ from cudadoctor.triage.issue import MARKER, Joined
 
 if TYPE_CHECKING:
     from cudadoctor.model import Finding
-    from cudadoctor.oncall.paste import PasteDiagnosis, RankedCause
+    from cudadoctor.diagnosis.paste import PasteDiagnosis, RankedCause
 
 MAX_QUOTES = 6
 MAX_LINE = 200  # characters of a quoted line

@@ -18,7 +18,7 @@ from cudadoctor.triage.issue import Issue, Joined, from_api, from_file, join
 from cudadoctor.triage.refs import IssueRef, RefError, normalize_api_url, parse_ref
 
 if TYPE_CHECKING:
-    from cudadoctor.oncall.paste import PasteDiagnosis
+    from cudadoctor.diagnosis.paste import PasteDiagnosis
     from cudadoctor.triage.github import GitHub
     from cudadoctor.triage.reply import Reply
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List
 from cudadoctor.model.printable import printable
 
 if TYPE_CHECKING:
-    from cudadoctor.oncall.paste import PasteDiagnosis
+    from cudadoctor.diagnosis.paste import PasteDiagnosis
 
 WRAP = 100
 FORMAT = "cudadoctor.paste"
@@ -46,13 +46,13 @@ def paste_document(d: PasteDiagnosis) -> Dict[str, Any]:
 
 
 def _block_name(kind: str) -> str:
-    from cudadoctor.intake import BLOCK_NAMES
+    from cudadoctor.diagnosis.intake import BLOCK_NAMES
 
     return BLOCK_NAMES.get(kind, kind)
 
 
 def paste_text(d: PasteDiagnosis, color: bool = False, verbose: bool = False) -> str:
-    from cudadoctor.render.explanation import checked_lines, match_lines
+    from cudadoctor.diagnosis.explanation_text import checked_lines, match_lines
     from cudadoctor.render.text import BOLD, DIM, RED, YELLOW, Style
     from cudadoctor.version import __version__
 

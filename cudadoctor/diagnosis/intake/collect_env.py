@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from cudadoctor.intake.model import Found
-from cudadoctor.intake.common import os_of_text, package_fact, python_version, version_in
+from cudadoctor.diagnosis.intake.model import Found
+from cudadoctor.diagnosis.intake.common import os_of_text, package_fact, python_version, version_in
 from cudadoctor.model.parsers import parse_compiler_version
 
 KIND = "collect_env"

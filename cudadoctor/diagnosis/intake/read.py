@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
-from cudadoctor.intake.model import Block, Fact, Found, Intake, refines, truncated
+from cudadoctor.diagnosis.intake.model import Block, Fact, Found, Intake, refines, truncated
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 
 def read_text(text: str, matrix: "Matrix") -> Intake:
     """Read every known block of ``text`` into facts (see the module's docs). Never raises."""
-    from cudadoctor.intake.clean import lines_of
-    from cudadoctor.intake.readers import READERS
+    from cudadoctor.diagnosis.intake.clean import lines_of
+    from cudadoctor.diagnosis.intake.readers import READERS
 
     lines = lines_of(text)
     found = Found(lines)
@@ -75,7 +75,9 @@ def _block_at(found: Found, line: int) -> str:
 
 def _error_lines(found: Found, matrix: "Matrix", joined: str) -> List[Fact]:
     out = []
-    for m in matrix.signatures.match(joined):
+    from cudadoctor.diagnosis.matching import match
+
+    for m in match(joined, matrix, clean=False):
         n = m.line_number
         text = found.lines[n - 1] if 0 < n <= len(found.lines) else m.line
         out.append(Fact("error", m.signature.id, n, text, "error"))

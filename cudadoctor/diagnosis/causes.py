@@ -11,14 +11,26 @@ was left out or stayed silent never reads as "ruled out".
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 from cudadoctor.record import frozen
 
-from cudadoctor.checks.access import HIDE_ALL
-from cudadoctor.checks.base import Check
 from cudadoctor.model import GPU_SOURCES_DRIVER, Category, Finding, Severity, Snapshot
 
 C = Category
+
+# Values of CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES that hide every GPU (CUDA's
+# programming guide, "CUDA Environment Variables"; the container toolkit's "void" and "none").
+HIDE_ALL = frozenset({"", "-1", "none", "void", "nodevfiles"})
+
+
+class Check(Protocol):
+    """What :func:`causes` reads of a check that ran: its layer and the codes it can produce."""
+
+    @property
+    def layer(self) -> int: ...
+
+    @property
+    def codes(self) -> Tuple[str, ...]: ...
 
 # The findings of the error message itself (checks/signature.py): they never show its cause.
 MESSAGE_CODES = frozenset({"error-message-match", "error-message-unmatched"})
@@ -299,7 +311,7 @@ def _cpu_build(s: Snapshot) -> Optional[str]:
 
 
 def _cuda_builds(s: Snapshot) -> Optional[str]:
-    from cudadoctor.checks.addons import NAMES as EXTENSIONS  # built against torch: no CPU build of their own
+    from cudadoctor.matrix.addons import NAMES as EXTENSIONS  # built against torch: no CPU build of their own
 
     builds = [b for b in s.frameworks or () if b.variant == "cuda"]
     if builds and not any(b.variant in (None, "cpu") for b in s.frameworks or () if b.name not in EXTENSIONS):

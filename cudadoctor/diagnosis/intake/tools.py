@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterator, Optional
 
-from cudadoctor.intake.model import Found
-from cudadoctor.intake.common import os_of_text, package_fact, python_version
+from cudadoctor.diagnosis.intake.model import Found
+from cudadoctor.diagnosis.intake.common import os_of_text, package_fact, python_version
 from cudadoctor.model.parsers import cuda_version_from_int, parse_compiler_version, parse_nvcc_version
 
 _GCC_WRAPPER = re.compile(r"^\s*COLLECT_LTO_WRAPPER=\S*/gcc/[\w.-]+/(\d{1,2}(?:\.\d{1,2}){0,2})/lto-wrapper\s*$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from cudadoctor.intake.model import Found
+from cudadoctor.diagnosis.intake.model import Found
 from cudadoctor.model.parsers import parse_proc_driver_version
 
 _HEADER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver Version|KMD Version):\s*(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from cudadoctor.intake.model import Found
+from cudadoctor.diagnosis.intake.model import Found
 from cudadoctor.model.parsers import normalize_name
 
 _VERSION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)+)")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from cudadoctor.intake.model import Found
-from cudadoctor.intake.common import package_fact
+from cudadoctor.diagnosis.intake.model import Found
+from cudadoctor.diagnosis.intake.common import package_fact
 
 _PIP_HEADER = re.compile(r"^\s*Package\s+Version\b")
 _RULE = re.compile(r"^\s*-{3,}\s+-{3,}")

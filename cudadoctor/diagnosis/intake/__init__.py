@@ -14,7 +14,7 @@ any other; the error lines go through the signature matcher with the snapshot as
 
 from __future__ import annotations
 
-from cudadoctor.intake.model import BLOCK_NAMES, CONTEXT_KEYS, Block, Fact, Found, Intake
-from cudadoctor.intake.read import read_text
+from cudadoctor.diagnosis.intake.model import BLOCK_NAMES, CONTEXT_KEYS, Block, Fact, Found, Intake
+from cudadoctor.diagnosis.intake.read import read_text
 
 __all__ = ["BLOCK_NAMES", "CONTEXT_KEYS", "Block", "Fact", "Found", "Intake", "read_text"]

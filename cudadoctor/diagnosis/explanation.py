@@ -3,10 +3,10 @@ likely first, and which of them holds on the machine checked (``cudadoctor expla
 ``cudadoctor.explain()``, the excepthook).
 
 Pure once the machine's facts are in hand: :func:`explain_message` takes the message and an
-optional :class:`Checked` (a snapshot and its findings) and returns an :class:`Explanation`, whose
-``text()`` is what ``cudadoctor explain`` prints and whose ``to_dict()`` is its ``--json`` (both
-drawn by :mod:`cudadoctor.render.explanation`).
-Probing (to build a :class:`Checked`) is :func:`cudadoctor.api.explain`'s job, or the CLI's.
+optional :class:`Checked` (a snapshot, its findings and the checks that ran) and returns an
+:class:`Explanation`, whose ``text()`` is what ``cudadoctor explain`` prints and whose
+``to_dict()`` is its ``--json`` (both drawn by :mod:`cudadoctor.diagnosis.explanation_text`).
+Probing and running the checks (to build a :class:`Checked`) is :func:`cudadoctor.api.judge`'s job.
 
 The module is not named ``explain``: ``import cudadoctor.explain`` would replace the function
 ``cudadoctor.explain`` with the module.
@@ -15,15 +15,14 @@ The module is not named ``explain``: ``import cudadoctor.explain`` would replace
 from __future__ import annotations
 
 import traceback
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 from cudadoctor.record import frozen
 
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 
-if TYPE_CHECKING:  # the checks and the matrix load when something is explained, not at import
+if TYPE_CHECKING:  # the matrix loads when something is explained, not at import
     from cudadoctor.matrix import Matrix
-    from cudadoctor.checks.signature import Cause
+    from cudadoctor.diagnosis.causes import Cause, Check
     from cudadoctor.matrix.signatures import SignatureMatch
 
 
@@ -36,10 +35,11 @@ PARTIAL = frozenset({"facts", "paste"})
 class Checked:
     """What the causes were judged against."""
 
-    kind: str  # machine | recorded | facts | snapshot | given | host (see WHERE)
+    kind: str  # machine | recorded | facts | snapshot | given | host | paste (see WHERE)
     what: str  # the target interpreter, the file or folder replayed, or what was given
     snapshot: Snapshot
     findings: Tuple[Finding, ...]
+    checks: Tuple["Check", ...] = ()  # the checks that ran (a cause none of them can see is never ruled out)
 
 
 @frozen
@@ -58,7 +58,8 @@ class ExplainedMatch:
     @property
     def title(self) -> str:
         """'the error "no kernel image is available ..." points to a build without code for ...'."""
-        from cudadoctor.checks.signature import label, snippet
+        from cudadoctor.diagnosis.causes import label
+        from cudadoctor.diagnosis.matching import snippet
 
         return f'the error "{snippet(self.match)}" points to {label(self.match.signature.categories[0])}'
 
@@ -121,13 +122,13 @@ class Explanation:
     @property
     def other_findings(self) -> Tuple[Finding, ...]:
         """The findings of the machine checked, less those of the message itself."""
-        from cudadoctor.checks.signature import CODES
+        from cudadoctor.diagnosis.causes import MESSAGE_CODES
 
-        return tuple(f for f in self.checked.findings if f.code not in CODES) if self.checked else ()
+        return tuple(f for f in self.checked.findings if f.code not in MESSAGE_CODES) if self.checked else ()
 
     def text(self, color: bool = False, verbose: bool = False) -> str:
         """The human text of ``cudadoctor explain`` (``verbose``: also where each signature was seen)."""
-        from cudadoctor.render.explanation import explanation_text
+        from cudadoctor.diagnosis.explanation_text import explanation_text
 
         return explanation_text(self, color, verbose)
 
@@ -136,7 +137,7 @@ class Explanation:
 
     def to_dict(self) -> Dict[str, Any]:
         """The document ``cudadoctor explain --json`` prints (format ``cudadoctor.explain``, version 1)."""
-        from cudadoctor.render.explanation import explanation_document
+        from cudadoctor.diagnosis.explanation_text import explanation_document
 
         return explanation_document(self)
 
@@ -170,26 +171,15 @@ def message_of(error: Union[str, BaseException]) -> str:
     return "".join(heads) + "\n" + "".join(traceback.format_exception(type(error), error, error.__traceback__))
 
 
-def judge(message: str, snapshot: Snapshot, kind: str, what: str, matrix: Optional[Matrix] = None) -> Checked:
-    """Run every check on ``snapshot`` with the message as its ``error_message``."""
-    from cudadoctor.checks import run_checks
-    from cudadoctor.data.source import default_matrix
-
-    snapshot = replace(snapshot, error_message=message)
-    return Checked(kind, what, snapshot, tuple(run_checks(snapshot, matrix or default_matrix())))
-
-
-def explain_message(message: str, checked: Optional[Checked] = None, matrix: Optional[Matrix] = None) -> Explanation:
+def explain_message(message: str, checked: Optional[Checked], matrix: Matrix) -> Explanation:
     """The explanation of ``message``; its causes judged on ``checked`` when given."""
-    from cudadoctor.checks import CHECKS
-    from cudadoctor.checks.signature import causes, notes
-    from cudadoctor.data.source import default_matrix
+    from cudadoctor.diagnosis.causes import causes
+    from cudadoctor.diagnosis.matching import match, notes
 
-    matrix = matrix or default_matrix()
     found = []
-    for m in matrix.signatures.match(message):
+    for m in match(message, matrix):
         judged = causes(m.signature.categories, checked.findings if checked else None,
-                        checked.snapshot if checked else None, CHECKS,
+                        checked.snapshot if checked else None, checked.checks if checked else (),
                         partial=checked is not None and checked.kind in PARTIAL, other=m.signature.other)
         said = notes(m, message, matrix, checked.snapshot if checked else None)
         found.append(ExplainedMatch(m, tuple(judged), said))

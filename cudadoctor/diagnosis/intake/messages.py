@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from cudadoctor.intake.common import package_fact
-from cudadoctor.intake.model import Found
+from cudadoctor.diagnosis.intake.common import package_fact
+from cudadoctor.diagnosis.intake.model import Found
 
 KIND = "error"
 _NOT_COMPATIBLE = re.compile(r"^\s*(?:\S*Warning:\s*)?(.+?) with CUDA capability sm_(\d{2,3})a? is not compatible with the "

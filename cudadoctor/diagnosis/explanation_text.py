@@ -1,5 +1,5 @@
 """``cudadoctor explain``'s text and its ``--json`` document, drawn from an
-:class:`~cudadoctor.oncall.explanation.Explanation`; they decide nothing."""
+:class:`~cudadoctor.diagnosis.explanation.Explanation`; they decide nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from cudadoctor.model.printable import printable, printable_tree
 from cudadoctor.render.wrap import wrap
 
 if TYPE_CHECKING:
-    from cudadoctor.oncall.explanation import Explanation
+    from cudadoctor.diagnosis.explanation import Explanation
 
 FORMAT = "cudadoctor.explain"
 FORMAT_VERSION = 1

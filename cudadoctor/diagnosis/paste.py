@@ -1,4 +1,4 @@
-"""A pasted report diagnosed: what was read (:mod:`cudadoctor.intake`), the error lines explained
+"""A pasted report diagnosed: what was read (:mod:`cudadoctor.diagnosis.intake`), the error lines explained
 and judged against the machine the text describes (never the machine cudadoctor runs on), and the
 causes ranked, root first (``cudadoctor diagnose FILE``, ``cudadoctor.diagnose_text()``, triage).
 
@@ -18,9 +18,9 @@ from cudadoctor.record import frozen
 from cudadoctor.model import Category, Finding, Severity
 
 if TYPE_CHECKING:
-    from cudadoctor.intake import Intake
+    from cudadoctor.diagnosis.intake import Intake
     from cudadoctor.matrix import Matrix
-    from cudadoctor.oncall.explanation import Explanation
+    from cudadoctor.diagnosis.explanation import Explanation
 
 C = Category
 # What to ask a reporter for, by the facts that would tell (docs/pasted-reports.md)
@@ -65,32 +65,26 @@ class PasteDiagnosis:
         return [c.category.value for c in self.ranked]
 
     def text(self, color: bool = False, verbose: bool = False) -> str:
-        from cudadoctor.render.paste import paste_text
+        from cudadoctor.diagnosis.paste_text import paste_text
 
         return paste_text(self, color, verbose)
 
     def to_dict(self) -> Dict[str, Any]:
-        from cudadoctor.render.paste import paste_document
+        from cudadoctor.diagnosis.paste_text import paste_document
 
         return paste_document(self)
 
 
-def diagnose_paste(text: str, name: str, matrix: Matrix) -> PasteDiagnosis:
-    """Read ``text``, judge its errors against the machine it describes, and rank the causes."""
-    from cudadoctor.intake import read_text
-    from cudadoctor.oncall.explanation import explain_message, judge
-
-    intake = read_text(text, matrix)
-    snapshot = intake.snapshot()
-    checked = judge(intake.text, snapshot, "paste", name, matrix)
-    explanation = explain_message(intake.text, checked, matrix)
+def diagnose_paste(name: str, intake: "Intake", explanation: "Explanation", matrix: "Matrix") -> PasteDiagnosis:
+    """A pasted text's diagnosis from what was read and its errors explained against the machine it
+    describes (:func:`cudadoctor.api.diagnose_text` reads, runs the checks and explains)."""
     ranked = rank(intake, explanation, matrix)
     return PasteDiagnosis(name, intake, explanation, ranked, asks(intake, explanation, ranked))
 
 
 def rank(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None) -> Tuple[RankedCause, ...]:
-    from cudadoctor.checks.causes import label
-    from cudadoctor.checks.signature import CODES
+    from cudadoctor.diagnosis.causes import MESSAGE_CODES as CODES
+    from cudadoctor.diagnosis.causes import label
 
     out: List[RankedCause] = []
 

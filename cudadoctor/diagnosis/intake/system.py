@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from cudadoctor.intake.model import Found
-from cudadoctor.intake.common import os_of_text
+from cudadoctor.diagnosis.intake.model import Found
+from cudadoctor.diagnosis.intake.common import os_of_text
 
 _LOADING = re.compile(r"NVRM: loading NVIDIA UNIX (?:Open )?\S* ?Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 _API_MISMATCH = re.compile(r"NVRM: API mismatch: the client has the version (\d+\.\d+(?:\.\d+)?), but\s+"
