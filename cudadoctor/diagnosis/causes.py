@@ -147,7 +147,7 @@ def _names(keys: Sequence[str]) -> str:
 
 def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]],
            snapshot: Optional[Snapshot], checks: Sequence[Check], partial: bool = False,
-           other: Optional[str] = None) -> List[Cause]:
+           other: Optional[str] = None, container_first: Optional[Category] = None) -> List[Cause]:
     """The verdict on each category, most likely first. ``findings`` None: the machine was not
     checked. Only warnings and errors of the other checks show a cause. ``checks``: those that
     ran (a cause no check that ran can see is never ruled out). ``partial``: the facts are some
@@ -156,16 +156,23 @@ def causes(categories: Sequence[Category], findings: Optional[Sequence[Finding]]
     message (its label instead of the general words)."""
     layers = {c.layer for c in checks if c.codes and not MESSAGE_CODES & set(c.codes)}
     layer_of = {code: c.layer for c in checks for code in c.codes}
-    return [_cause(c, findings, snapshot, layers, layer_of, partial, other) for c in in_context(categories, snapshot)]
+    return [_cause(c, findings, snapshot, layers, layer_of, partial, other)
+            for c in in_context(categories, snapshot, container_first)]
 
 
-def in_context(categories: Sequence[Category], snapshot: Optional[Snapshot]) -> List[Category]:
-    """The categories in the order the machine makes likely: inside a container, a container
-    started without GPUs comes before "no driver" (the host's driver is only seen through the
-    container runtime, so a missing driver there usually means no GPUs were passed in)."""
+def in_context(categories: Sequence[Category], snapshot: Optional[Snapshot],
+               container_first: Optional[Category] = None) -> List[Category]:
+    """The categories in the order the machine makes likely: inside a container, the cause a
+    signature names for containers comes first (``container_first``: the image's own forward-
+    compatibility libcuda for errors 803 and 804), and a container started without GPUs comes
+    before "no driver" (the host's driver is only seen through the container runtime, so a missing
+    driver there usually means no GPUs were passed in)."""
     order = list(categories)
     host = snapshot.host if snapshot is not None else None
     inside = host is not None and host.container not in (None, "none")
+    if inside and container_first is not None and container_first in order:
+        order.remove(container_first)
+        order.insert(0, container_first)
     if inside and C.CONTAINER_NO_GPU in order and C.NO_DRIVER in order \
             and order.index(C.NO_DRIVER) < order.index(C.CONTAINER_NO_GPU):
         order.remove(C.CONTAINER_NO_GPU)

@@ -180,7 +180,8 @@ def explain_message(message: str, checked: Optional[Checked], matrix: Matrix) ->
     for m in match(message, matrix):
         judged = causes(m.signature.categories, checked.findings if checked else None,
                         checked.snapshot if checked else None, checked.checks if checked else (),
-                        partial=checked is not None and checked.kind in PARTIAL, other=m.signature.other)
+                        partial=checked is not None and checked.kind in PARTIAL, other=m.signature.other,
+                        container_first=m.signature.container_first)
         said = notes(m, message, matrix, checked.snapshot if checked else None)
         found.append(ExplainedMatch(m, tuple(judged), said))
     return Explanation(message, tuple(found), checked, matrix.data_version, len(matrix.signatures.signatures))

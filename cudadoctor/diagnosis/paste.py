@@ -115,7 +115,32 @@ def rank(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None) -> Tup
     for f in findings:
         if f.severity is Severity.WARNING and f.code not in CODES:
             add(f.category, "possible", f.title, _line_of(intake, f), f.code)
+    if not out and not e.matches:
+        out.extend(_program_failure(intake))
     return tuple(out)
+
+
+# Words of the GPU stack: an error naming one of them is not judged the program's without a signature
+_STACK_WORDS = re.compile(r"cuda|cudnn|cublas|nccl|nvidia|nvml|gpu|driver|libcu|nvrtc|ptx|sm_\d|triton|xla|tensorrt",
+                          re.IGNORECASE)
+
+
+# Device and type names a program error quotes without being about the stack ("torch.cuda.FloatTensor", "cuda:0")
+_DEVICE_NAMES = re.compile(r"torch\.cuda\.\w+Tensor|\bcuda:\d+|device=?'?cuda'?|\.cuda\(\)|is_cuda")
+
+
+def _program_failure(intake: Intake) -> List[RankedCause]:
+    """A text whose error names nothing of the GPU stack and matches no signature: the failure
+    looks like the program's (or a library's) own; said as possible, never as what holds."""
+    exception = intake.chosen().get("exception")
+    if exception is None:
+        return []
+    said = _DEVICE_NAMES.sub("", f"{exception.value} {exception.text}")
+    if _STACK_WORDS.search(said):
+        return []
+    return [RankedCause(C.OTHER, "possible", f"the text ends in {str(exception.value)[:160]!r}, which names nothing of "
+                        "the GPU stack and no known GPU error is in the text: it looks like the program's (or a "
+                        "library's) own error", exception.line, "program-exception", "the program's own error")]
 
 
 # What a context rule's 'other' stands for (by its source)
@@ -208,6 +233,11 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
     out.extend(_required_majors(chosen, e))
     if matrix is not None and os is not None and os.value in ("windows", "macos") and chosen.get("wsl") is None:
         out.extend(_linux_only(intake, chosen, matrix, os.value))
+    nouveau, smi_missing = chosen.get("nouveau_loaded"), chosen.get("nvidia_smi_missing")
+    if nouveau is not None and nouveau.value is True and smi_missing is not None:
+        out.append((C.NO_DRIVER, "holds", "the NVIDIA driver is not installed: nvidia-smi is missing and the open-source "
+                    "nouveau driver runs the GPU (installing NVIDIA's driver blacklists nouveau)", smi_missing.line,
+                    "nouveau-without-nvidia-driver"))
     xid = chosen.get("xid")
     if xid is not None:
         out.append((C.HARDWARE_FAULT, "holds", f"the kernel log shows Xid {xid.value}", xid.line, "xid"))

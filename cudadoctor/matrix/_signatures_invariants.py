@@ -12,7 +12,8 @@ from typing import Any, List
 from cudadoctor.model import Category
 from cudadoctor.matrix._signatures_patterns import pattern_problems
 from cudadoctor.matrix.load import DataError, read_json
-from cudadoctor.matrix.signatures import FILE, SCHEMA, Signature, SignatureData
+from cudadoctor.matrix._error_codes import family_of, read_families
+from cudadoctor.matrix.signatures import CODES, FAMILIES, FILE, SCHEMA, Signature, SignatureData
 
 
 def invariants(data: SignatureData, matrix: Any) -> List[str]:
@@ -30,12 +31,49 @@ def invariants(data: SignatureData, matrix: Any) -> List[str]:
         seen.add(i)
     for s in data.signatures:
         where = f"{FILE}: {s.id}"
-        problems.extend(f"{where}: {p}" for p in pattern_problems(s.pattern))
+        if not s.pattern and not s.codes:
+            problems.append(f"{where}: needs a pattern or codes")
+        if s.pattern:
+            problems.extend(f"{where}: {p}" for p in pattern_problems(s.pattern))
         if not s.seen_in or any(not u.startswith("https://") for u in s.seen_in):
             problems.append(f"{where}: seen_in needs at least one https:// URL, and only those")
         problems.extend(_example_problems(data, s))
     problems.extend(_schema_problems(matrix))
     problems.extend(_soname_problems(data))
+    problems.extend(_code_problems(data, matrix))
+    return problems
+
+
+def _code_problems(data: SignatureData, matrix: Any) -> List[str]:
+    """error_codes.json and error_families.json: every code a signature lists exists; every error
+    code has a signature (so a category and a fix); every family takes at least one code; no code
+    is listed by two signatures."""
+    problems: List[str] = []
+    names = {c.name for c in data.codes}
+    seen: dict = {}
+    for s in data.signatures:
+        for name in s.codes:
+            if name not in names:
+                problems.append(f"{FILE}: {s.id}: code {name} is not in error_codes.json")
+            if name in seen and seen[name] != s.id:
+                problems.append(f"{FILE}: code {name} is listed by {seen[name]} and {s.id}")
+            seen.setdefault(name, s.id)
+    try:
+        families = read_families(matrix.doc(FAMILIES))
+    except Exception as exc:  # the schema check reports an unreadable file
+        return problems + [f"{FAMILIES}: cannot be read: {exc}"]
+    used = set()
+    for c in data.codes:
+        fam = family_of(c, families)
+        if fam is not None:
+            used.add(fam.id)
+        if data.for_code(c.name) is None and (fam is None or fam.error):
+            problems.append(f"{CODES}: {c.library} {c.name} has no signature: no family of {FAMILIES} takes it")
+    for fam in families:
+        if fam.id not in used:
+            problems.append(f"{FAMILIES}: {fam.id} takes no code of {CODES}")
+        if fam.error and not all(k in fam.record for k in ("specificity", "categories", "explanation", "verify")):
+            problems.append(f"{FAMILIES}: {fam.id}: a family of errors needs specificity, categories, explanation and verify")
     return problems
 
 
@@ -55,7 +93,18 @@ def _soname_problems(data: SignatureData) -> List[str]:
 
 
 def _example_problems(data: SignatureData, s: Signature) -> List[str]:
+    """A signature's example is found by its pattern, before any other pattern's match (or after
+    the one it names); a signature of codes alone has an example that names one of its codes or
+    gives one's message. The whole matcher (codes, log prefixes, wrapped lines) is held to every
+    example and its variants by tests/test_signature_variants.py."""
     where = f"{FILE}: {s.id}"
+    low = s.example.lower()
+    for name in s.codes:
+        code = data.code(name)
+        if name in s.example or (code is not None and any(m.lower() in low for m in code.messages)):
+            return []
+    if s.regex is None:
+        return [f"{where}: example names none of its codes"]
     found = data.match(s.example)
     order = [m.signature.id for m in found]
     if s.id not in order:

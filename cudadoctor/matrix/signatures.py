@@ -75,6 +75,7 @@ class Signature:
     note: Optional[str] = None
     other: Optional[str] = None  # what the category 'other' stands for with this message
     codes: Tuple[str, ...] = ()  # the library error codes (error_codes.json) it stands for
+    container_first: Optional[Category] = None  # the likeliest cause when the text ran in a container
 
     @property
     def category(self) -> Category:
@@ -311,4 +312,5 @@ def _signature(i: int, r: Mapping[str, Any]) -> Signature:
         context=r.get("span", CONTEXT_LINES) if pattern and spans_lines(pattern) else 0,
         example_first_match=r.get("example_first_match"), note=r.get("note"), other=r.get("other"),
         codes=tuple(r.get("codes", ())),
+        container_first=vocabulary[r["container_first"]] if r.get("container_first") else None,
     )

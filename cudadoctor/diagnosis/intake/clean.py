@@ -33,9 +33,13 @@ _LOGGER = re.compile(
     r"(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[ \t]{0,4}(?:-[ \t]{0,4}|:[ \t]{0,4})?)?"
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: \[[\w./:-]{1,200}\])? "  # vLLM
     r"|\d\d:\d\d:\d\d(?:[.,]\d{1,9})?[ \t]{1,4}(?=\S)"  # 01:23:20.659 before a line
+    r"|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,64} [\w./@-]{1,64}(?:\[\d{1,10}\])?: "  # journald, syslog
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}\] "  # dmesg -T
+    r"|(?:stdout|stderr) [FP] "  # the CRI log format after its timestamp (kubectl logs of a node)
     r"|E {3}(?=\S)"  # pytest's error lines
     r")"
 )
+_INLINE_CODE = re.compile(r"^(\s*(?:[-*+]\s+)?)`{1,3}([^`]{3,4000})`{1,3}[.,;:]?\s*$")
 _INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]")
 _NBSP = re.compile("[\u00a0\u2007\u202f]")
 
@@ -57,7 +61,7 @@ def lines_of(text: str) -> List[str]:
             line = _LOG_PREFIX.sub("", line, count=1)
         for _ in range(4):  # a logger's prefix inside another's
             head = line[:1]
-            if not (head.isdigit() or head in "[IWEFDC"):
+            if not (head.isdigit() or head in "[IWEFDCJMASNOs"):
                 break
             m = _LOGGER.match(line)
             if m is None or not m.end():
@@ -65,6 +69,10 @@ def lines_of(text: str) -> List[str]:
             line = line[m.end():]
         if "<" in line:
             line = _TAG.sub("", line)
+        if "`" in line:
+            inline = _INLINE_CODE.match(line)
+            if inline:  # a line of output quoted as inline code: `RuntimeError: ...`
+                line = inline.group(1) + inline.group(2)
         if "&" in line:
             line = html.unescape(line)
         if not line.isascii():

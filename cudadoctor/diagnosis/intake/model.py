@@ -42,6 +42,8 @@ BLOCK_NAMES: Dict[str, str] = {
     "uname": "uname -a",
     "environment": "environment variables",
     "platform": "paths and prompts",
+    "traceback": "a Python traceback",
+    "log": "log lines",
     "error": "error lines",
 }
 
@@ -52,7 +54,7 @@ CONTEXT_KEYS = frozenset({
     "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
     "cupy_version", "cupy_cuda_build", "missing_library", "xid", "kernel_module_missing", "dkms_failed",
     "docker_gpus", "daemon_reload", "windows_build", "tf_built_with_cuda", "cuda_libraries",
-    "pip_install",
+    "pip_install", "exception", "command", "dkms_driver", "l4t_release", "base_image",
 })
 
 
@@ -129,7 +131,7 @@ class Intake:
     @property
     def usable(self) -> bool:
         """Whether anything was read that a check can judge: a fact or a known error line."""
-        return bool(self.facts or self.errors)
+        return bool(self.facts or self.errors or self.blocks)
 
     def snapshot(self) -> Snapshot:
         """The partial Snapshot of the machine the text describes (every GPU seen, by name)."""

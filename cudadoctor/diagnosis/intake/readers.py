@@ -11,6 +11,8 @@ from cudadoctor.diagnosis.intake.system import read as read_system
 from cudadoctor.diagnosis.intake.tools import read as read_tools
 from cudadoctor.diagnosis.intake.messages import read as read_messages
 from cudadoctor.diagnosis.intake.model import Found
+from cudadoctor.diagnosis.intake.reports import read as read_reports
+from cudadoctor.diagnosis.intake.shapes import read as read_shapes
 
 READERS: Tuple[Callable[[Found], None], ...] = (read_collect_env, read_smi, read_packages, read_tools, read_system,
-                                                   read_messages)
+                                                   read_messages, read_reports, read_shapes)

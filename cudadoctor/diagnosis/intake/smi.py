@@ -27,7 +27,8 @@ _FAILURES = (
     ("failed to initialize nvml: unknown error", "NVML_ERROR_UNKNOWN"),
 )
 _MISSING = re.compile(r"nvidia-smi: (?:command )?not found|'nvidia-smi' is not recognized as an internal or external"
-                      r"|nvidia-smi: No such file or directory|exec: \"nvidia-smi\": executable file not found", re.I)
+                      r"|nvidia-smi: No such file or directory|exec: \"nvidia-smi\": executable file not found"
+                      r"|No such file or directory: '(?:[^'\n]{0,200}/)?nvidia-smi'", re.I)
 
 
 def read(found: Found) -> None:
