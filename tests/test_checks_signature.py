@@ -115,7 +115,9 @@ def test_every_category_reads_in_words_and_every_needed_fact_is_defined() -> Non
 
 
 def categories(text: str) -> Sequence[Category]:
-    found = default_matrix().signatures.match(text)
+    from cudadoctor.diagnosis.matching import match
+
+    found = match(text, default_matrix())
     return found[0].signature.categories
 
 

@@ -28,6 +28,7 @@ pytest_plugins = ["pytester"]
 
 DEV = "dev-debian12-cuda13-nodriver-torch213cpu"
 H200 = "h200-driver580-torch211-cu130"
+H100 = "h100-driver580-torch211-cu130"  # the proof kit's real H100: CUDA torch, JAX, CuPy and the CPU onnxruntime
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"
 DEV_LINE = "cudadoctor: no NVIDIA driver · no GPU · torch 2.13.0+cpu (CPU-only) · ✗ no-nvidia-gpu: this machine has no NVIDIA GPU"
 
@@ -206,9 +207,23 @@ def test_a_cpu_only_torch_on_a_gpu_machine_from_a_saved_snapshot(pytester: pytes
     pytester.makepyfile(TESTS)
     result = run(pytester, _saved(tmp_path, H200, frameworks=cpu_torch), "-rs")
     assert header(result)[0].endswith("· ✗ cpu-only-build: torch 2.11.0+cpu is a CPU-only build: it cannot use the NVIDIA H200")
-    result.assert_outcomes(passed=1, skipped=6)
-    assert skips(result)["test_any_gpu"].startswith(
+    # the GPU itself is usable: a plain gpu test runs; one that names torch is skipped with the diagnosis
+    result.assert_outcomes(passed=2, skipped=5)
+    assert "test_any_gpu" not in skips(result)
+    assert skips(result)["test_torch_hopper"].startswith(
         "no usable GPU stack: torch 2.11.0+cpu is a CPU-only build: it cannot use the NVIDIA H200 [cpu-only-build]; fix: ")
+
+
+def test_the_cpu_onnxruntime_beside_working_frameworks_skips_nothing(pytester: pytest.Pytester) -> None:
+    """The real H100 of the proof kit: a note about the CPU onnxruntime, and every gpu test this GPU
+    can run runs (before, every gpu test was skipped there for "no usable GPU stack")."""
+    pytester.makepyfile(TESTS + "\n@pytest.mark.gpu(framework='onnxruntime')\ndef test_ort():\n    pass\n")
+    result = run(pytester, "--cudadoctor", machine(H100), "-rs")
+    assert "✗" not in header(result)[0]
+    reasons = [line.split(": ", 1)[1] for line in result.outlines if line.startswith("SKIPPED [1] ")]
+    assert not [r for r in reasons if r.startswith("no usable GPU stack")]
+    assert "needs a CUDA build of onnxruntime; onnxruntime 1.30.0 is a CPU-only build" in reasons
+    result.assert_outcomes(passed=3, skipped=5)  # test_cpu, test_any_gpu and test_torch_hopper run
 
 
 def test_cuda_visible_devices_counts(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -343,9 +358,11 @@ def test_an_error_about_another_framework_does_not_skip_a_framework_test() -> No
     cuda_torch = FrameworkBuild(name="torch", version="2.11.0+cu130", variant="cuda", cuda="13.0")
     snapshot = dataclasses.replace(_snapshot(H200), frameworks=(cuda_torch, cpu_tf))
     report = _report(snapshot)
-    assert any(f.severity.value == "error" for f in report.findings)
+    assert [f.severity.value for f in report.findings if f.code == "cpu-only-build"] == ["info"]  # torch uses the GPU
     assert unmet(GpuRequirement(framework="torch"), report) is None
-    assert (unmet(GpuRequirement(framework="tensorflow"), report) or "").startswith("no usable GPU stack: ")
+    assert unmet(GpuRequirement(), report) is None
+    assert unmet(GpuRequirement(framework="tensorflow"), report) == (
+        "needs a CUDA build of tensorflow; tensorflow 2.18.0 is a CPU-only build")
 
 
 def test_closest_marker_wins_argument_by_argument() -> None:

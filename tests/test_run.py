@@ -423,10 +423,12 @@ def test_every_signature_example_passes_the_keyword_prefilter() -> None:
     """Lines kept from before the tail are chosen by oncall.KEYWORDS: none may miss a signature."""
     from cudadoctor.data.source import default_matrix
 
-    signatures = default_matrix().signatures
+    from cudadoctor.diagnosis.matching import match as match_text
+
+    matrix = default_matrix()
     missed = []
-    for sig in signatures.signatures:
-        match = next(m for m in signatures.match(sig.example) if m.signature.id == sig.id)
+    for sig in matrix.signatures.signatures:
+        match = next(m for m in match_text(sig.example, matrix) if m.signature.id == sig.id)
         if not any(word in match.line.lower().encode() for word in oncall.KEYWORDS):
             missed.append(sig.id)
     assert missed == []

@@ -109,6 +109,7 @@ _COMMENT = re.compile(r"/\*(.*?)\*/|//([^\n]*)", re.S)
 
 def _doc_text(raw: str) -> str:
     """The first sentence of a comment, without its decoration and Doxygen markup."""
+    raw = re.sub(r"^[\s/!*]*<\s*", "", raw)  # a trailing doc's marker: ///< //!< /**<
     text = re.sub(r"^\s*\*+ ?", "", raw.replace("/**", "").replace("*/", ""), flags=re.M)
     text = re.sub(r"\\(?:brief|note|sa|deprecated)\b.*", "", text, flags=re.S)
     text = " ".join(text.replace("::", "").split())

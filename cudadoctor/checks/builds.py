@@ -53,20 +53,46 @@ NOT_CUDA = {"cpu": "CPU-only", "rocm": "ROCm", "xpu": "XPU"}  # variant -> how a
 # ---------------------------------------------------------------------------- CPU-only builds
 
 
+GPU_FRAMEWORKS = ("torch", "tensorflow", "jax", "onnxruntime", "cupy")
+
+
 def check_cpu_only(snap: Snapshot, matrix: Matrix) -> List[Finding]:
-    """A build without CUDA on a machine whose GPU and driver a CUDA build could use."""
+    """A build without CUDA on a machine whose GPU and driver a CUDA build could use.
+
+    Severity means consequence (shared/DESIGN.md): an error when the user evidently wants that
+    framework on the GPU (it is the only framework here, or the error message shows it failing on
+    the GPU); a note when other frameworks here use the GPU and nothing says this one should (the
+    CPU onnxruntime package beside a CUDA torch is there for ONNX export; ``cudadoctor check
+    --require onnxruntime`` makes it an error)."""
     if not usable_gpus(snap):
         return []
     facts = gpu_facts(snap, matrix)
     names = ", ".join(dict.fromkeys(g.name for g in facts)) or "an NVIDIA GPU"
+    builds = normalized(snap, matrix)
+    on_gpu = [b for b in builds if b.name in GPU_FRAMEWORKS and b.variant == "cuda"]
     out = []
-    for b in normalized(snap, matrix):
-        if b.name not in ("torch", "tensorflow", "jax", "onnxruntime", "cupy") or b.variant not in NOT_CUDA:
+    for b in builds:
+        if b.name not in GPU_FRAMEWORKS or b.variant not in NOT_CUDA:
             continue
         if b.name == "tensorflow" and _native_windows(snap) and not _tf_windows_gpu(matrix, b):
             continue  # no CUDA build exists there: tensorflow-windows-gpu says so
         text, commands, source = _cpu_fix(snap, matrix, b, facts)
         kind = NOT_CUDA[b.variant or "cpu"]
+        others = [x for x in on_gpu if x.name != b.name]
+        if others and not _wanted_on_gpu(snap, matrix, b):
+            users = ", ".join(label(x) for x in others)
+            out.append(finding(
+                "cpu-only-build", Severity.INFO, Category.CPU_ONLY_BUILD,
+                f"{label(b)} is a {kind} build; {users} use{'s' if len(others) == 1 else ''} the GPU",
+                why=(f"{_cpu_why(snap, matrix, b, names)} Nothing here needs {b.name} on the GPU ({users} "
+                     f"{'does' if len(others) == 1 else 'do'} the GPU work; a {kind} {b.name} beside them is usual, "
+                     f"e.g. for ONNX export or CPU inference), so this is a note, not a problem. To run {b.name} on "
+                     f"the GPU too:"),
+                fix=text, commands=commands,
+                evidence=[f"frameworks.{b.name}.variant", "gpus", "driver.loaded"],
+                source=source,
+            ))
+            continue
         out.append(finding(
             "cpu-only-build", E, Category.CPU_ONLY_BUILD,
             f"{label(b)} is a {kind} build: it cannot use the {names}",
@@ -76,6 +102,16 @@ def check_cpu_only(snap: Snapshot, matrix: Matrix) -> List[Finding]:
             source=source,
         ))
     return out
+
+
+def _wanted_on_gpu(snap: Snapshot, matrix: Matrix, b: FrameworkBuild) -> bool:
+    """Whether something says this framework should use the GPU: the error message the user saw
+    is that framework's GPU failure (a signature of that framework matches it)."""
+    if not snap.error_message:
+        return False
+    from cudadoctor.diagnosis.matching import match
+
+    return any(b.name in m.signature.frameworks for m in match(snap.error_message, matrix))
 
 
 def _native_windows(snap: Snapshot) -> bool:

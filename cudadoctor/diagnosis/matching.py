@@ -53,6 +53,7 @@ def match(text: str, matrix: "Matrix", clean: bool = True) -> List["SignatureMat
 
 _LAST: Dict[str, Tuple[Any, bool, str, Tuple["SignatureMatch", ...]]] = {}
 MAX_WRAPPED = 8 << 20  # a longer text is not searched across line breaks
+MAX_LINE = 2000  # a matched line longer than this is cut to the match and some context
 
 
 def _code_match(text: str, hit: CodeHit) -> "SignatureMatch":
@@ -61,7 +62,10 @@ def _code_match(text: str, hit: CodeHit) -> "SignatureMatch":
     begin = text.rfind("\n", 0, hit.start) + 1
     end = text.find("\n", hit.end)
     end = len(text) if end < 0 else end
-    line = text[begin:end][:2000]
+    if end - begin > MAX_LINE:  # a very long line: the match and some context either side
+        begin = max(begin, hit.start - MAX_LINE // 4)
+        end = min(end, max(hit.end, begin) + MAX_LINE // 4)
+    line = text[begin:end][:MAX_LINE]
     return SignatureMatch(hit.signature, {"code": hit.name}, text[hit.start:hit.end], line,
                           text.count("\n", 0, hit.start) + 1, hit.start)
 

@@ -11,7 +11,8 @@ in one of three ways, and each leads to the code's signature.
   the same line ("CUDA error: out of memory", "cudaMalloc failed: out of memory"); a longer or
   CUDA-specific one ("too many resources requested for launch") counts anywhere;
 - its number after a CUDA error word: ``CUDA error 2``, ``cuda runtime error (700)``, ``CUDA
-  failure 2:`` (cudaError_t values, as the runtime numbers them).
+  failure 2:`` (cudaError_t values, as the runtime numbers them), when the line gives no message
+  and the number means the same in every CUDA release (:func:`_STABLE`).
 
 Linear in the text: one regular expression of name prefixes, one of the messages (built as a
 trie, so its alternatives do not backtrack), one of the numbered forms; each hit is a dictionary
@@ -49,7 +50,15 @@ LIBRARY_CONTEXT = {
 _NUMBERED = re.compile(r"\bcuda(?:[ _](?:runtime|driver))?[ _]?(?:error|failure)(?:[ _]code)?[ \t]*[:#(=]?[ \t]*(\d{1,5})\b"
                        r"|\bcudaError_t[ \t]*[:#(=]?[ \t]*(\d{1,5})\b", re.IGNORECASE)
 MAX_HITS = 2000  # a text that names codes more often than this is read up to here
+
+
+def _STABLE(value: int) -> bool:
+    """Whether a cudaError_t number means the same in every CUDA release: CUDA 10.1 renumbered the
+    runtime's codes (invalid device function was 8 and is 98, a device-side assert was 59 and is
+    710); 1-3 kept their meaning, and 100-9999 exist only in the new numbering."""
+    return value in (1, 2, 3) or 100 <= value <= 9999
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_NUMBER_AFTER = re.compile(r"[ \t]*\(\d{1,5}\)")
 # A line holding a code's message holds one of these too (an error word or a library's name):
 # only such lines are searched for messages and numbers, so a long log costs a few str.find.
 ANCHORS = ("error", "fail", "cuda", "nccl", "nvml", "cublas", "cudnn", "cufft", "cusolver", "cusparse", "curand",
@@ -94,8 +103,12 @@ class Vocabulary:
             if self.message_regex is not None:
                 for m in self.message_regex.finditer(text, start, end):
                     out.extend(self._message_hits(text, m.start(), m.end()))
+            on_line = any(h.start >= start and h.end <= end for h in out)
             for m in _NUMBERED.finditer(text, start, end):
-                code = self.runtime_values.get(int(m.group(1) or m.group(2)))
+                if on_line:
+                    break  # the line names its code (or gives its message): that decides, not the number
+                value = int(m.group(1) or m.group(2))
+                code = self.runtime_values.get(value) if _STABLE(value) else None
                 sig = self.data.for_code(code) if code else None
                 if code and sig is not None:
                     out.append(CodeHit(sig, code, m.start(), m.end(), "number"))
@@ -124,6 +137,8 @@ class Vocabulary:
         if not owners:
             return []
         distinctive = (len(key.split()) >= 3 and key not in GENERIC) or any(w in key for w in SPECIFIC)
+        if not distinctive and _NUMBER_AFTER.match(text, end):
+            return []  # "UNKNOWN ERROR (303)": a wrapper's words for a code it cannot name, not this message
         line_start = text.rfind("\n", 0, start) + 1
         before = text[max(line_start, start - CONTEXT_CHARS):start]
         out = []
@@ -135,23 +150,32 @@ class Vocabulary:
         return out
 
 def _candidate_lines(low: str) -> List[Tuple[int, int]]:
-    """(start, end) of each line of the lower-cased text that holds an anchor word, in order."""
-    starts = set()
+    """(start, end) spans of the lower-cased text to search for messages and numbers: each line
+    that holds an anchor word, in order; of a line longer than MAX_LINE, the stretch around each
+    anchor in it."""
+    spans: List[Tuple[int, int]] = []
     for word in ANCHORS:
         at = low.find(word)
         while at >= 0:
             line = low.rfind("\n", 0, at) + 1
-            starts.add(line)
-            nxt = low.find("\n", at)
-            if nxt < 0:
+            end = low.find("\n", at)
+            end = len(low) if end < 0 else end
+            if end - line <= MAX_LINE:
+                spans.append((line, end))
+                at = low.find(word, end + 1) if end < len(low) else -1
+            else:
+                spans.append((max(line, at - CONTEXT_CHARS - 200), min(end, at + 600)))
+                at = low.find(word, at + len(word))
+            if len(spans) > 200_000:
                 break
-            at = low.find(word, nxt + 1)
-    out = []
-    for line in sorted(starts):
-        end = low.find("\n", line)
-        end = len(low) if end < 0 else end
-        out.append((line, min(end, line + MAX_LINE)))
-    return out
+    spans.sort()
+    merged: List[Tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _prefixes(names: Sequence[str]) -> List[str]:

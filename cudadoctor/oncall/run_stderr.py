@@ -23,7 +23,9 @@ DRAIN_S = 2.0  # after the command exits, how long output still pending (a grand
 # line of every error signature's example must contain one of these (tests/test_run.py guards it).
 KEYWORDS = (b"cuda", b"cudnn", b"cublas", b"cupy", b"nccl", b"nvidia", b"nvml", b"nvrtc", b"nvcc", b"gpu",
             b"device", b"driver", b"libcu", b"ptx", b"xid", b"sm_", b"kernel", b"jax", b"torch", b"macos", b"darwin",
-            b"host compiler", b"undefined symbol", b"winerror", b"mma")
+            b"host compiler", b"undefined symbol", b"winerror", b"mma", b"cufft", b"curand", b"cusolver", b"cusparse",
+            b"nvjitlink", b"illegal instruction", b"reduction in the prior", b"visual c++", b"bfcarena", b"bus error",
+            b"dtype", b"ancdata", b"open files", b"out of resource", b".dll", b"dll load", b"outofmemory", b"out of memory")
 SCANNED_BYTES = 8 * 1024 * 1024  # of the output before the tail, searched for KEYWORDS: ~10 ms a MiB
 
 

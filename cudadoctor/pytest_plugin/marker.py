@@ -8,7 +8,7 @@ does not have (a GPU's compute capability, the list of GPUs) never skips a test.
 from __future__ import annotations
 
 import re
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Set, Tuple
 from cudadoctor.record import frozen
 
 from cudadoctor.diagnosis.causes import HIDE_ALL
@@ -96,25 +96,34 @@ def _framework(value: Any) -> Optional[str]:
 def unmet(req: GpuRequirement, report: Report) -> Optional[str]:
     """Why this machine cannot run a test needing ``req`` (the skip reason), or None."""
     snap = report.snapshot
-    broken = blocking(report.findings, req.framework)
+    broken = blocking(report.findings, req.framework, gpu_only=req.framework is None)
     if broken:
         return stack_reason(broken)
     return _framework_reason(req, snap) or _gpus_reason(req, snap)
 
 
-def blocking(findings: Sequence[Finding], framework: Optional[str] = None) -> List[Finding]:
+def blocking(findings: Sequence[Finding], framework: Optional[str] = None, gpu_only: bool = False) -> List[Finding]:
     """The error findings that make GPU code fail here, root causes first. With ``framework``,
     errors that name only other frameworks' builds (a CPU-only TensorFlow for a torch test) do
-    not count."""
+    not count; with ``gpu_only`` (a plain ``gpu`` test), only errors about the GPU itself count
+    (the driver, the GPUs, what the process can see), never one about a framework's build."""
     out = [f for f in findings if f.severity is Severity.ERROR and f.category not in NOT_BLOCKING]
     if framework is not None:
         out = [f for f in out if _concerns(f, framework)]
+    elif gpu_only:
+        out = [f for f in out if not _named(f)]
     return sorted(out, key=lambda f: f.caused_by is not None)
 
 
-def _concerns(f: Finding, framework: str) -> bool:
+def _named(f: Finding) -> Set[str]:
+    """The frameworks a finding's evidence names ('frameworks.onnxruntime.variant' -> onnxruntime)."""
     named = {a or b for ref in f.evidence for a, b in _FRAMEWORK_REF.findall(ref)}
     named.discard("")
+    return named
+
+
+def _concerns(f: Finding, framework: str) -> bool:
+    named = _named(f)
     family = {framework, "torchvision", "torchaudio"} if framework == "torch" else {framework, "jaxlib"}
     return not named or bool(named & family)
 

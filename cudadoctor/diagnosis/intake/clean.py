@@ -14,7 +14,7 @@ import html
 import re
 from typing import List
 
-MAX_LINE = 4096  # a longer line is cut here: no output the readers know has longer lines
+MAX_LINE = 4096  # a longer line keeps this much of its head and tail: no output the readers know is longer
 _QUOTE = re.compile(r"^(?:[ \t]{0,3}>[ \t]?)+")
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+.-]*[ \t]*$")
 _TAG = re.compile(r"</?(?:details|summary|pre|code|br|p|div|span|b|i|em|strong|sub|sup|tt|kbd|hr)\b[^>]{0,200}>",
@@ -49,7 +49,8 @@ def lines_of(text: str) -> List[str]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     out = []
     for raw in text.split("\n"):
-        line = raw[:MAX_LINE]
+        # a longer line keeps its head and its tail: an error is where a line starts or ends
+        line = raw if len(raw) <= MAX_LINE else raw[:MAX_LINE // 2] + " … " + raw[-(MAX_LINE // 2):]
         if ">" in line[:64]:
             line = _QUOTE.sub("", line)
         if ("```" in line or "~~~" in line) and _FENCE.match(line):
