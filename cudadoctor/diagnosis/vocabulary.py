@@ -22,7 +22,7 @@ look-up.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Dict, List, Pattern, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Pattern, Sequence, Tuple
 
 from cudadoctor.record import frozen
 
@@ -141,7 +141,7 @@ class Vocabulary:
             return []  # "UNKNOWN ERROR (303)": a wrapper's words for a code it cannot name, not this message
         line_start = text.rfind("\n", 0, start) + 1
         before = text[max(line_start, start - CONTEXT_CHARS):start]
-        out = []
+        out: List[CodeHit] = []
         for library, name in owners:
             if distinctive or self.contexts[library].search(before):
                 sig = self.data.for_code(name)
@@ -195,14 +195,14 @@ def _trie_regex(words: Sequence[str]) -> Pattern[str]:
     """One case-insensitive pattern matching any of ``words`` (whitespace inside a word matches
     any run of spaces or line breaks), built as a trie so that no alternative backtracks into
     another; whole words only."""
-    trie: Dict[str, dict] = {}
+    trie: Dict[str, Any] = {}
     for w in words:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def build(node: Dict[str, dict]) -> str:
+    def build(node: Dict[str, Any]) -> str:
         alts = []
         end = "" in node
         for ch in sorted(k for k in node if k):

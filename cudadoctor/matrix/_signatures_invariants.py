@@ -7,7 +7,7 @@ diagnosis, so :mod:`.signatures` loads this module only when asked.
 from __future__ import annotations
 
 import os
-from typing import Any, List
+from typing import Any, Dict, List
 
 from cudadoctor.model import Category
 from cudadoctor.matrix._signatures_patterns import pattern_problems
@@ -53,7 +53,7 @@ def _code_problems(data: SignatureData, matrix: Any) -> List[str]:
     is listed by two signatures."""
     problems: List[str] = []
     names = {c.name for c in data.codes}
-    seen: dict = {}
+    seen: Dict[str, str] = {}
     for s in data.signatures:
         for name in s.codes:
             if name not in names:
