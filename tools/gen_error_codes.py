@@ -126,7 +126,7 @@ def parse_enum(body: str) -> List[Tuple[str, int, str]]:
     pending_doc = ""
     pos = 0
     # NAME, NAME = VALUE, or NAME ATTRIBUTE_MACRO = VALUE (cuDNN 9 marks deprecated codes so)
-    entry = re.compile(r"\s*([A-Za-z_]\w*)(?:\s+[A-Z][A-Z0-9_]*(?=\s*[=,]))?\s*(?:=\s*([^,}/]+?))?\s*(,|$)")
+    entry = re.compile(r"\s*([A-Za-z_]\w*)(?:\s+[A-Z][A-Z0-9_]*(?=\s*[=,]))?\s*(?:=\s*([^,}/]+?))?\s*(,|$|(?=/[/*]))")
     while pos < len(body):
         comment = _COMMENT.match(body, pos) if body[pos:pos + 2] in ("/*", "//") else None
         if comment:
