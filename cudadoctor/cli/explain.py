@@ -19,6 +19,7 @@ from cudadoctor.model.reader import LOG_HEAD, LOG_MAX, LOG_TAIL, read_log
 from cudadoctor.cli.output import terminal_color
 
 if TYPE_CHECKING:
+    from cudadoctor.diagnosis.intake import Intake
     from cudadoctor.matrix import Matrix
 
 __all__ = ["Checked", "explain", "LOG_HEAD", "LOG_MAX", "LOG_TAIL", "read_log"]
@@ -49,7 +50,14 @@ def explain(text: Tuple[str, ...], no_check: bool, facts_file: Optional[str], sn
     if python is not None and sources and sources[0] != "--machine":
         raise CudadoctorError(f"--python and {sources[0]} cannot be used together")
     matrix = default_matrix()
-    pasted = None if (sources or python is not None) else _pasted_machine(message, matrix)
+    if not (sources or python is not None):
+        from cudadoctor.diagnosis.intake import read_text
+
+        intake = read_text(message, matrix)
+        message = intake.text  # made plain once (colours, log prefixes): what every matcher reads
+        pasted = _pasted_machine(intake)
+    else:
+        pasted = None
     if pasted is not None:  # the text carries another machine's output: judge that machine, not this one
         checked: Optional[Checked] = pasted
     else:
@@ -93,20 +101,18 @@ MACHINE_BLOCKS = frozenset({"collect_env", "nvidia_smi", "nvidia_smi_q", "nvidia
                             "kernel_log", "uname", "os_release"})
 
 
-def _pasted_machine(message: str, matrix: "Matrix") -> Optional[Checked]:
+def _pasted_machine(intake: "Intake") -> Optional[Checked]:
     """When the text holds a machine's own output (collect_env, nvidia-smi, a package list ...), the
     causes are judged on that machine, as the text describes it."""
-    from cudadoctor.diagnosis.intake import read_text
     from cudadoctor.model.serialize import SnapshotError
 
-    intake = read_text(message, matrix)
     if not any(f.block in MACHINE_BLOCKS for f in intake.facts):
         return None
     try:
         snapshot = intake.snapshot()
     except SnapshotError:
         return None
-    return judge(intake.text, snapshot, "paste", "the text given", matrix)
+    return judge(intake.text, snapshot, "paste", "the text given")
 
 
 def _check(message: str, facts_file: Optional[str], snapshot_file: Optional[str], machine: Optional[str],

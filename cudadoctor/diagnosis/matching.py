@@ -10,6 +10,7 @@ failed).
 from __future__ import annotations
 
 import bisect
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from cudadoctor.diagnosis.intake.clean import lines_of
@@ -36,23 +37,49 @@ def match(text: str, matrix: "Matrix", clean: bool = True) -> List["SignatureMat
     if not isinstance(text, str) or not text:
         return []
     last = _LAST.get("last")
-    if last is not None and last[0] is matrix and last[1] == clean and (last[2] is text or last[2] == text):
-        return list(last[3])
+    if last is not None and last[0] is matrix and (last[2] is text or (last[1] == clean and last[2] == text)):
+        return list(last[3])  # the same text once more (the intake's, then a check's and explain's): once
     plain = "\n".join(lines_of(text)) if clean else text
     data = matrix.signatures
+    if len(plain) > REDUCE_AT:
+        out = _in_a_long_text(plain, data)
+    else:
+        out = _all(plain, data)
+    _LAST["last"] = (matrix, clean, text, tuple(out))
+    return out
+
+
+def _all(plain: str, data: "SignatureData") -> List["SignatureMatch"]:
     found: Dict[str, "SignatureMatch"] = {m.signature.id: m for m in data.match(plain)}
     for hit in vocabulary(data).hits(plain):
         if hit.signature.id not in found:
             found[hit.signature.id] = _code_match(plain, hit)
     for m in _wrapped(plain, data, found):
         found.setdefault(m.signature.id, m)
-    out = sorted(found.values(), key=lambda m: (-m.signature.specificity, m.start, m.signature.id))
-    _LAST["last"] = (matrix, clean, text, tuple(out))
-    return out
+    return sorted(found.values(), key=lambda m: (-m.signature.specificity, m.start, m.signature.id))
 
 
+def _in_a_long_text(plain: str, data: "SignatureData") -> List["SignatureMatch"]:
+    """A long text (a log) is matched at its start and its end: its first MiB (what was pasted
+    before the run, the first error of a crash loop) and its last 2 MiB (where the error that ended
+    it is); line numbers and offsets are those of the whole text."""
+    head_end = plain.rfind("\n", 0, LONG_HEAD) + 1
+    tail_start = plain.find("\n", len(plain) - LONG_TAIL) + 1
+    out: Dict[str, "SignatureMatch"] = {}
+    for m in _all(plain[:head_end], data):
+        out[m.signature.id] = m
+    skipped = plain.count("\n", 0, tail_start)
+    for m in _all(plain[tail_start:], data):
+        if m.signature.id not in out:
+            out[m.signature.id] = replace(m, line_number=m.line_number + skipped, start=m.start + tail_start)
+    return sorted(out.values(), key=lambda m: (-m.signature.specificity, m.start, m.signature.id))
+
+
+REDUCE_AT = 3 << 20  # a longer text is matched at its start and its end
+LONG_HEAD, LONG_TAIL = 1 << 20, 2 << 20
 _LAST: Dict[str, Tuple[Any, bool, str, Tuple["SignatureMatch", ...]]] = {}
-MAX_WRAPPED = 8 << 20  # a longer text is not searched across line breaks
+MAX_WRAPPED = 1 << 20  # a longer text is searched across line breaks at its start and its end only
+WRAPPED_HEAD, WRAPPED_TAIL = 64 << 10, 512 << 10
 MAX_LINE = 2000  # a matched line longer than this is cut to the match and some context
 
 
@@ -73,8 +100,15 @@ def _code_match(text: str, hit: CodeHit) -> "SignatureMatch":
 def _wrapped(text: str, data: "SignatureData", found: Dict[str, "SignatureMatch"]) -> List["SignatureMatch"]:
     """The matches that only appear with line breaks (and the indentation after them) read as
     spaces: a message wrapped by a terminal, a forum or a log formatter."""
-    if "\n" not in text or len(text) > MAX_WRAPPED:
+    if "\n" not in text:
         return []
+    if len(text) > MAX_WRAPPED:  # a long log: its end, where the error is, and its start
+        head, tail = text[:WRAPPED_HEAD], text[-WRAPPED_TAIL:]
+        skipped = text.count("\n", 0, len(text) - WRAPPED_TAIL)
+        out = [m for m in _wrapped(head, data, found) if m.line_number < head.count("\n")]
+        for m in _wrapped(tail[tail.find("\n") + 1:], data, found):
+            out.append(replace(m, line_number=m.line_number + skipped + 1, start=m.start + len(text) - WRAPPED_TAIL))
+        return out
     flat, starts = _flatten(text)
     out: List["SignatureMatch"] = []
     for m in data.match(flat):
@@ -101,8 +135,6 @@ def _flatten(text: str) -> Tuple[str, List[int]]:
 
 def _unflattened(text: str, starts: List[int], m: "SignatureMatch", begin: int, end: int) -> "SignatureMatch":
     """A match in the flattened text, with the line number and lines of the text given."""
-    from dataclasses import replace
-
     first = bisect.bisect_right(starts, begin) - 1
     last = bisect.bisect_right(starts, max(begin, end - 1)) - 1
     lines = text.split("\n")[first:last + 1]

@@ -39,6 +39,7 @@ _LOGGER = re.compile(
     r"|E {3}(?=\S)"  # pytest's error lines
     r")"
 )
+_LOGGER_STARTS = frozenset("0123456789[IWEFDCJMASNO")  # the first characters of _LOGGER's prefixes
 _INLINE_CODE = re.compile(r"^(\s*(?:[-*+]\s+)?)`{1,3}([^`]{3,4000})`{1,3}[.,;:]?\s*$")
 _INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]")
 _NBSP = re.compile("[\u00a0\u2007\u202f]")
@@ -47,36 +48,36 @@ _NBSP = re.compile("[\u00a0\u2007\u202f]")
 def lines_of(text: str) -> List[str]:
     """The lines of ``text``, each made plain (see the module's docs)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    out = []
-    for raw in text.split("\n"):
-        # a longer line keeps its head and its tail: an error is where a line starts or ends
-        line = raw if len(raw) <= MAX_LINE else raw[:MAX_LINE // 2] + " … " + raw[-(MAX_LINE // 2):]
-        if ">" in line[:64]:
-            line = _QUOTE.sub("", line)
-        if ("```" in line or "~~~" in line) and _FENCE.match(line):
-            out.append("")
-            continue
-        if "\x1b" in line:
-            line = _ANSI.sub("", line)
-        if ("|" in line[:84] or "pid=" in line[:100]) and _LOG_PREFIX.match(line):
-            line = _LOG_PREFIX.sub("", line, count=1)
-        for _ in range(4):  # a logger's prefix inside another's
-            head = line[:1]
-            if not (head.isdigit() or head in "[IWEFDCJMASNOs"):
-                break
-            m = _LOGGER.match(line)
-            if m is None or not m.end():
-                break
-            line = line[m.end():]
-        if "<" in line:
-            line = _TAG.sub("", line)
-        if "`" in line:
-            inline = _INLINE_CODE.match(line)
-            if inline:  # a line of output quoted as inline code: `RuntimeError: ...`
-                line = inline.group(1) + inline.group(2)
-        if "&" in line:
-            line = html.unescape(line)
-        if not line.isascii():
-            line = _NBSP.sub(" ", _INVISIBLE.sub("", line))
-        out.append(line.rstrip())
-    return out
+    return [_plain(line) for line in text.split("\n")]
+
+
+def _plain(raw: str) -> str:
+    # a longer line keeps its head and its tail: an error is where a line starts or ends
+    line = raw if len(raw) <= MAX_LINE else raw[:MAX_LINE // 2] + " … " + raw[-(MAX_LINE // 2):]
+    if ">" in line[:64]:
+        line = _QUOTE.sub("", line)
+    if ("```" in line or "~~~" in line) and _FENCE.match(line):
+        return ""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if ("|" in line[:84] or "pid=" in line[:100]) and _LOG_PREFIX.match(line):
+        line = _LOG_PREFIX.sub("", line, count=1)
+    for _ in range(4):  # a logger's prefix inside another's
+        head = line[:1]
+        if not head or not (head in _LOGGER_STARTS or (head == "s" and line.startswith(("stdout ", "stderr ")))):
+            break
+        m = _LOGGER.match(line)
+        if m is None or not m.end():
+            break
+        line = line[m.end():]
+    if "<" in line:
+        line = _TAG.sub("", line)
+    if "`" in line:
+        inline = _INLINE_CODE.match(line)
+        if inline:  # a line of output quoted as inline code: `RuntimeError: ...`
+            line = inline.group(1) + inline.group(2)
+    if "&" in line:
+        line = html.unescape(line)
+    if not line.isascii():
+        line = _NBSP.sub(" ", _INVISIBLE.sub("", line))
+    return line.rstrip()

@@ -58,6 +58,9 @@ CONTEXT_KEYS = frozenset({
 })
 
 
+# Of a longer text, the readers that search for words read its first MiB and its last 2 MiB
+LOG_ENDS = (1 << 20, 2 << 20)
+
 # Blocks printed by nvidia-smi: a driver version read there is the driver answering
 SMI_BLOCKS = frozenset({"nvidia_smi", "nvidia_smi_q", "nvidia_smi_l"})
 
@@ -195,10 +198,12 @@ class Found:
     _joined: Optional[str] = field(default=None, repr=False)
     _starts: List[int] = field(default_factory=list, repr=False)
 
-    def lines_with(self, *words: str) -> List[int]:
+    def lines_with(self, *words: str, ends: Optional[Tuple[int, int]] = None) -> List[int]:
         """The 0-based numbers of the lines holding any of ``words`` (case-sensitive), in order:
         found with str.find over the whole text, so that a reader of a few kinds of line does not
-        look at each of a long log's lines in Python."""
+        look at each of a long log's lines in Python. ``ends`` (head, tail): in a longer text,
+        only its first ``head`` and last ``tail`` characters are searched (by default 1 MiB and
+        2 MiB: the output people paste sits at a log's start, its error at its end)."""
         if self._joined is None:
             self._joined = "\n".join(self.lines)
             starts, at = [], 0
@@ -207,14 +212,19 @@ class Found:
                 at += len(text_line) + 1
             self._starts = starts
         text, starts = self._joined, self._starts
+        spans = [(0, len(text))]
+        ends = ends or LOG_ENDS
+        if len(text) > ends[0] + ends[1]:
+            spans = [(0, ends[0]), (len(text) - ends[1], len(text))]
         hits: Set[int] = set()
-        for word in words:
-            at = text.find(word)
-            while at >= 0:
-                n = bisect.bisect_right(starts, at) - 1
-                hits.add(n)
-                # go on from the next line: one hit a line is enough
-                at = text.find(word, starts[n + 1]) if n + 1 < len(starts) else -1
+        for begin, end in spans:
+            for word in words:
+                at = text.find(word, begin, end)
+                while at >= 0:
+                    n = bisect.bisect_right(starts, at) - 1
+                    hits.add(n)
+                    # go on from the next line: one hit a line is enough
+                    at = text.find(word, starts[n + 1], end) if n + 1 < len(starts) else -1
         return sorted(hits)
 
     def fact(self, key: str, value: Any, line: int, block: str) -> None:

@@ -41,6 +41,8 @@ _LSMOD = re.compile(r"^\s*(nvidia(?:_uvm|_drm|_modeset|_peermem)?|nouveau)\s+\d{
 _MODINFO = re.compile(r"^\s*version:\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\s*$")
 _DEV_NODE = re.compile(r"^\s*c[rw-]{9}\S*\s+\d+\s+\S+\s+\S+\s+\d+,\s*\d+\s.*\s/dev/nvidia(?:\d+|ctl|-uvm)\s*$")
 
+# Of a long log, the start and the end are read (a traceback, a prompt, a report sit there)
+ENDS = (256 << 10, 1 << 20)
 # A line this reader reads holds one of these
 WORDS = ("version", "Version", "- `", "- Platform", "- Python", "...", "Device ", "Capability", "id ", "Name:", "name,",
          "_CudaDeviceProperties", "PhysicalDevice(", "Device(id=", "(id=", "nvidia", "nouveau", "/dev/nvidia")
@@ -48,7 +50,7 @@ WORDS = ("version", "Version", "- `", "- Platform", "- Python", "...", "Device "
 
 def read(found: Found) -> None:
     lines = found.lines
-    for i in found.lines_with(*WORDS):
+    for i in found.lines_with(*WORDS, ends=ENDS):
         line = lines[i]
         if len(line) > 1000:
             continue

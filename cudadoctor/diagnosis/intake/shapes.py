@@ -60,6 +60,8 @@ _STACK_PACKAGE = re.compile(r"^(?:torch|torchvision|torchaudio|pytorch|pytorch-c
                             re.IGNORECASE)
 _LISTED = re.compile(r"\b(?:pip3?|uv\s+pip|conda|mamba|micromamba)\s+(?:list|freeze)\b")
 
+# Of a long log, the start and the end are read (a traceback, a prompt, a report sit there)
+ENDS = (256 << 10, 1 << 20)
 # A line this reader reads holds one of these
 WORDS = ("Error", "Exception", "Exit", "Interrupt", "Failure", "Fault", "Traceback", "terminate called",
          "what():", "$ ", "# ", "❯", ">>>", "PS ", ":\\", "In [", "NCCL", "E1", "E0", "W1", "W0", "F1", "F0", "ERROR", "WARNING",
@@ -74,7 +76,7 @@ WORDS = ("Error", "Exception", "Exit", "Interrupt", "Failure", "Fault", "Traceba
 def read(found: Found) -> None:
     lines = found.lines
     listing: Optional[int] = None  # the line of a `pip list | grep ...` whose rows follow
-    for i in found.lines_with(*WORDS):
+    for i in found.lines_with(*WORDS, ends=ENDS):
         line = lines[i]
         if _TRACEBACK in line:
             _traceback(found, i)
@@ -189,7 +191,7 @@ def _bare_rows(found: Found) -> None:
     """Rows of a package list pasted without its header or the command (`conda list | grep cuda`'s
     output alone): a row counts when it names a package of the GPU stack."""
     read = {f.line for f in found.facts if f.key == "pip_packages"}
-    for i in found.lines_with(*_ROW_WORDS):
+    for i in found.lines_with(*_ROW_WORDS, ends=ENDS):
         if i + 1 in read:
             continue
         m = _ROW.match(found.lines[i])
