@@ -105,10 +105,10 @@ def _wrapped(text: str, data: "SignatureData", found: Dict[str, "SignatureMatch"
     if len(text) > MAX_WRAPPED:  # a long log: its end, where the error is, and its start
         head, tail = text[:WRAPPED_HEAD], text[-WRAPPED_TAIL:]
         skipped = text.count("\n", 0, len(text) - WRAPPED_TAIL)
-        out = [m for m in _wrapped(head, data, found) if m.line_number < head.count("\n")]
+        ends = [m for m in _wrapped(head, data, found) if m.line_number < head.count("\n")]
         for m in _wrapped(tail[tail.find("\n") + 1:], data, found):
-            out.append(replace(m, line_number=m.line_number + skipped + 1, start=m.start + len(text) - WRAPPED_TAIL))
-        return out
+            ends.append(replace(m, line_number=m.line_number + skipped + 1, start=m.start + len(text) - WRAPPED_TAIL))
+        return ends
     flat, starts = _flatten(text)
     out: List["SignatureMatch"] = []
     for m in data.match(flat):
