@@ -266,6 +266,27 @@ def test_judging_a_provoked_failure() -> None:
     assert status == FAIL and "cuda-visible-devices-hides-all" in what
 
 
+PROVOKED = Path(__file__).parent / "corpus" / "provoked"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_each_case_expects_what_its_recorded_gpu_output_is_named(case: Case) -> None:
+    """`cudadoctor run` names the first known error of the output: on what the case printed on
+    an H200 (tests/corpus/provoked) that is one of the names the kit accepts."""
+    from cudadoctor.data.source import default_matrix
+    from cudadoctor.diagnosis.matching import match
+
+    data = default_matrix()
+    assert all(data.signatures.by_id(s) is not None for s in case.signatures), case.signatures
+    recorded = [p for p in PROVOKED.iterdir()
+                if json.loads((p / "case.json").read_text())["script"].endswith("/" + case.script)]
+    if not recorded:
+        pytest.skip(f"no recorded output of {case.script} yet")
+    for folder in recorded:
+        matches = match((folder / "paste.md").read_text(encoding="utf-8"), data)
+        assert matches and matches[0].signature.id in case.signatures, (folder.name, [m.signature.id for m in matches])
+
+
 @pytest.mark.parametrize("case, error", [
     (next(c for c in CASES if c.name == "oom"), "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 280.00 GiB"),
     (next(c for c in CASES if c.name == "hidden_gpu"), "RuntimeError: No CUDA GPUs are available"),

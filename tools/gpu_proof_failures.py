@@ -46,7 +46,7 @@ CASES = (
     Case("device_assert", "device_assert.py", ("cuda-device-side-assert",)),
     # out of memory in each framework's current wording
     Case("oom_fraction", "oom_fraction.py", ("cuda-out-of-memory",)),
-    Case("jax_oom", "jax_oom.py", ("jax-out-of-memory",)),
+    Case("jax_oom", "jax_oom.py", ("jax-out-of-memory", "bfc-allocator-out-of-memory")),
     Case("cupy_oom", "cupy_oom.py", ("cupy-out-of-memory", "cuda-out-of-memory")),
     # the program's own errors
     Case("device_mismatch", "device_mismatch.py", ("tensors-on-different-devices",)),
@@ -54,15 +54,15 @@ CASES = (
     Case("dtype_mismatch", "dtype_mismatch.py", ("tensor-dtype-mismatch",)),
     Case("numpy_of_cuda", "numpy_of_cuda.py", ("cuda-tensor-to-numpy",)),
     Case("nccl_duplicate_gpu", "nccl_duplicate_gpu.py", ("nccl-duplicate-gpu",)),
-    Case("launch_block_too_large", "launch_block_too_large.py", ("cuda-launch-invalid-configuration", "cuda-error-invalid-value")),
-    Case("launch_out_of_resources", "launch_out_of_resources.py", ("cuda-launch-out-of-resources",)),
+    Case("launch_block_too_large", "launch_block_too_large.py", ("cuda-error-invalid-value", "cuda-error-invalid-configuration")),
+    Case("launch_out_of_resources", "launch_out_of_resources.py", ("cuda-error-launch-out-of-resources",)),
     Case("illegal_address", "illegal_address.py", ("cuda-illegal-memory-access",)),
-    Case("misaligned_address", "misaligned_address.py", ("cuda-misaligned-address",)),
+    Case("misaligned_address", "misaligned_address.py", ("cuda-error-misaligned-address",)),
     Case("triton_shared_memory", "triton_shared_memory.py", ("triton-out-of-shared-memory",)),
     Case("invalid_ordinal", "invalid_ordinal.py", ("cuda-invalid-device-ordinal",)),
     # the machine's setup
     Case("extension_no_nvcc", "extension_no_nvcc.py", ("extension-build-no-nvcc", "torch-cpp-extension-cuda-home-not-set")),
-    Case("jax_hidden_gpu", "jax_hidden_gpu.py", ("jax-cuda-backend-failed",),
+    Case("jax_hidden_gpu", "jax_hidden_gpu.py", ("cuda-no-device", "jax-plugin-initialize-failed", "jax-cuda-backend-failed"),
          env=(("CUDA_VISIBLE_DEVICES", ""), ("JAX_PLATFORMS", "cuda")), also=("cuda-visible-devices-hides-all",)),
     Case("cupy_hidden_gpu", "cupy_hidden_gpu.py", ("cuda-no-device",),
          env=(("CUDA_VISIBLE_DEVICES", ""),), also=("cuda-visible-devices-hides-all",)),
