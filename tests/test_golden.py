@@ -12,7 +12,7 @@ import pytest
 from cudadoctor.cli.app import run
 from helpers import HERE
 
-MACHINES = ("h200-driver580-torch211-cu130", "h100-driver580-torch211-cu130", "laptop-rtx3060-driver470-torch25-cu124",
+MACHINES = ("h200-driver580-torch211-cu130", "h100-driver580-torch211-cu130", "h200-proofkit-driver580-torch211-cu130", "laptop-rtx3060-driver470-torch25-cu124",
             "docker-nogpu-torch-cu126")
 FORMATS = {"txt": ["--no-color"], "md": ["--format", "markdown"]}
 

@@ -245,6 +245,22 @@ def test_logs_are_cut_to_keep_the_archive_small(tmp_path: Path, monkeypatch: pyt
     assert json.loads(files["gpu-proof/manifest.json"])["log_cap_bytes"] == 10_000
 
 
+def test_a_recorded_venv_under_a_dot_folder_reaches_the_archive_and_caches_do_not(tmp_path: Path) -> None:
+    """A recorded machine's torch lives at /opt/torch/.venv/...: its files are the evidence of the
+    framework build (version.py), unlike the caches a step leaves."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    version = work / "machine" / "m" / "fs" / "opt" / "torch" / ".venv" / "lib" / "torch" / "version.py"
+    version.parent.mkdir(parents=True)
+    version.write_text("cuda = '13.0'\n")
+    (work / "steps" / "s" / ".hypothesis").mkdir(parents=True)
+    (work / "steps" / "s" / ".hypothesis" / "db").write_text("cache")
+    out.mkdir()
+    write_archive(str(out), str(work), lambda: {"steps": []})
+    files = _members(out / ARCHIVE_NAME)
+    assert files["gpu-proof/machine/m/fs/opt/torch/.venv/lib/torch/version.py"] == b"cuda = '13.0'\n"
+    assert not [name for name in files if ".hypothesis" in name]
+
+
 # --------------------------------------------------------------------------- the provoked failures
 
 

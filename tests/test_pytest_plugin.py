@@ -29,6 +29,7 @@ pytest_plugins = ["pytester"]
 DEV = "dev-debian12-cuda13-nodriver-torch213cpu"
 H200 = "h200-driver580-torch211-cu130"
 H100 = "h100-driver580-torch211-cu130"  # the proof kit's real H100: CUDA torch, JAX, CuPy and the CPU onnxruntime
+H200_REAL = "h200-proofkit-driver580-torch211-cu130"  # the kit's real H200, with torch's version.py
 LAPTOP = "laptop-rtx3060-driver470-torch25-cu124"
 DEV_LINE = "cudadoctor: no NVIDIA driver · no GPU · torch 2.13.0+cpu (CPU-only) · ✗ no-nvidia-gpu: this machine has no NVIDIA GPU"
 
@@ -214,11 +215,12 @@ def test_a_cpu_only_torch_on_a_gpu_machine_from_a_saved_snapshot(pytester: pytes
         "no usable GPU stack: torch 2.11.0+cpu is a CPU-only build: it cannot use the NVIDIA H200 [cpu-only-build]; fix: ")
 
 
-def test_the_cpu_onnxruntime_beside_working_frameworks_skips_nothing(pytester: pytest.Pytester) -> None:
-    """The real H100 of the proof kit: a note about the CPU onnxruntime, and every gpu test this GPU
-    can run runs (before, every gpu test was skipped there for "no usable GPU stack")."""
+@pytest.mark.parametrize("name", [H100, H200_REAL])
+def test_the_cpu_onnxruntime_beside_working_frameworks_skips_nothing(pytester: pytest.Pytester, name: str) -> None:
+    """The real H100 and H200 of the proof kit: a note about the CPU onnxruntime, and every gpu
+    test the GPU can run runs (before, every gpu test was skipped there for "no usable GPU stack")."""
     pytester.makepyfile(TESTS + "\n@pytest.mark.gpu(framework='onnxruntime')\ndef test_ort():\n    pass\n")
-    result = run(pytester, "--cudadoctor", machine(H100), "-rs")
+    result = run(pytester, "--cudadoctor", machine(name), "-rs")
     assert "✗" not in header(result)[0]
     reasons = [line.split(": ", 1)[1] for line in result.outlines if line.startswith("SKIPPED [1] ")]
     assert not [r for r in reasons if r.startswith("no usable GPU stack")]

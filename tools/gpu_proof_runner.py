@@ -307,9 +307,12 @@ def _fmt(value: Any) -> str:
 
 
 def _walk(folder: str) -> Iterator[str]:
+    machines = os.path.join(folder, "machine") + os.sep
     for root, dirs, files in os.walk(folder):
-        # caches tools leave in a step's folder (pytest's hypothesis database) are not evidence
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # caches tools leave in a step's folder (pytest's hypothesis database) are not evidence;
+        # a recorded filesystem keeps every folder (a venv at /opt/x/.venv holds the frameworks)
+        recorded = (root + os.sep).startswith(machines)
+        dirs[:] = sorted(d for d in dirs if recorded or not d.startswith("."))
         for name in sorted(files):
             yield os.path.join(root, name)
 
