@@ -392,13 +392,16 @@ def test_a_nested_quantifier(data_copy: Path) -> None:
 
 
 def test_unsorted_and_duplicate_ids(data_copy: Path) -> None:
+    first: Dict[str, str] = {}
+
     def change(d: Dict[str, Any]) -> None:
+        first["id"] = d["records"][0]["id"]
         d["records"].append(dict(d["records"][0]))
 
     edit_errors(data_copy, change)
     found = problems_of(data_copy)
     assert "errors.json: records are not sorted by id" in found
-    assert "errors.json: bitsandbytes-cuda-setup-failed: id is listed twice" in found
+    assert f"errors.json: {first['id']}: id is listed twice" in found
 
 
 def test_a_schema_out_of_step_with_the_vocabulary(data_copy: Path) -> None:
