@@ -68,7 +68,7 @@ def test_each_matching_signature_is_a_finding_most_specific_first() -> None:
     found = sig(diagnose({"error_message": ERROR_804}))
     assert [f.source[0] for f in found] == ["errors.json#cuda-compat-not-supported-on-device",
                                             "errors.json#torch-cudagetdevicecount-unexpected"]
-    assert found[0].category is Category.DRIVER_TOO_OLD
+    assert found[0].category is Category.LIBRARY_VERSION_CONFLICT  # 804: a forward-compatibility libcuda is loaded
     assert "Error 804" in found[0].title  # a short match is quoted with its line
 
 

@@ -27,7 +27,6 @@ from gpu_proof_runner import (  # noqa: E402
     ARCHIVE_NAME, FAIL, PASS, SKIP, SUMMARY_NAME, TIMEOUT, Outcome, Runner, Step, StepContext, write_archive)
 from gpu_proof_steps import FIND_RECORDER, Kit, machine_name, pci_nvidia_gpus  # noqa: E402
 
-NO_GPU_LIMIT_S = 60.0
 
 
 def _kit(cases: str = "") -> Kit:
@@ -47,14 +46,11 @@ def _members(archive: Path) -> Dict[str, bytes]:
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None or pci_nvidia_gpus() > 0,
                     reason="this machine has a GPU: there the kit is the GPU check itself (minutes)")
-def test_the_whole_kit_runs_every_step_without_a_gpu_within_a_minute(tmp_path: Path) -> None:
+def test_the_whole_kit_runs_every_step_without_a_gpu(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    start = time.monotonic()
     done = subprocess.run([str(REPO / "tools" / "gpu_proof.sh"), str(out)], env=dict(os.environ, PYTHON=sys.executable),
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    wall = time.monotonic() - start
     assert done.returncode == 0, done.stdout + done.stderr
-    assert wall < NO_GPU_LIMIT_S
     assert sorted(os.listdir(out)) == [ARCHIVE_NAME, SUMMARY_NAME]
     archive = out / ARCHIVE_NAME
     assert archive.stat().st_size <= 15 << 20

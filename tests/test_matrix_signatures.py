@@ -147,7 +147,7 @@ def test_tensorflow_dlopen_names_the_library(data: SignatureData) -> None:
             "'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared object file: No such file or directory")
     found = data.match(text)
     assert ids(found) == ["libcuda-so-1-missing", "tf-could-not-load-dynamic-library"]
-    assert found[0].signature.category == Category.CONTAINER_NO_GPU
+    assert found[0].signature.category == Category.NO_DRIVER  # a container (a prompt, a docker line) puts container_no_gpu first
     assert found[1].groups["lib"] == "libcuda.so.1"
 
 

@@ -178,11 +178,14 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
     out: List[Tuple[Category, str, str, Optional[int], str]] = []
     access = any(set(x.categories) & _GPU_ACCESS for x in e.matches) or "nvidia_smi_missing" in chosen
     docker = chosen.get("docker_gpus")
-    if docker is not None and docker.value is False and access:
+    nvml = chosen.get("nvml_error")
+    # NVML denied access: the device nodes are there (the runtime hook or a default runtime gave
+    # them), so a docker run line without --gpus does not show a container without the GPU
+    denied = nvml is not None and nvml.value == "NVML_ERROR_NO_PERMISSION"
+    if docker is not None and docker.value is False and access and not denied:
         out.append((C.CONTAINER_NO_GPU, "holds", "the container was started without GPUs (no --gpus, "
                     "--runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
     reload = chosen.get("daemon_reload")
-    nvml = chosen.get("nvml_error")
     if reload is not None and (access or (nvml is not None and nvml.value == "NVML_ERROR_UNKNOWN")):
         out.append((C.CONTAINER_NO_GPU, "holds", "`systemctl daemon-reload` on a host whose containers use the "
                     "systemd cgroup driver takes their GPU device access away: running containers then fail with "
@@ -202,8 +205,11 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
         if secure is not None and secure.value is True:
             out.append((C.KERNEL_MODULE_BLOCKED, "holds", "Secure Boot rejects the unsigned NVIDIA kernel module",
                         secure.line, "secure-boot"))
-        out.append((C.NO_DRIVER, "holds", "the NVIDIA kernel module is not built for the running kernel "
-                    "(after a kernel update, DKMS must rebuild it)", missing.line, "kernel-module-missing"))
+        out.append((C.KERNEL_MODULE_BLOCKED, "holds", "the NVIDIA kernel module is not built for the running "
+                    "kernel (after a kernel update DKMS must rebuild it; a driver branch too old for the kernel "
+                    "no longer compiles)", missing.line, "kernel-module-missing"))
+        out.append((C.NO_DRIVER, "possible", "without its kernel module no NVIDIA driver is loaded",
+                    missing.line, "kernel-module-missing"))
     out.extend(_versions_in_errors(e))
     build = chosen.get("windows_build")
     if build is not None and isinstance(build.value, int) and build.value < WSL_GPU_BUILD and (

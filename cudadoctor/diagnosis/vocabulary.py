@@ -47,7 +47,7 @@ LIBRARY_CONTEXT = {
     "cusparse": r"(?i:cusparse)", "curand": r"(?i:curand)", "nvrtc": r"(?i:nvrtc)", "nvjitlink": r"(?i:nvjitlink)",
     "nccl": r"(?i:nccl)", "nvml": r"(?i:nvml|nvidia-smi)",
 }
-_NUMBERED = re.compile(r"\bcuda(?:[ _](?:runtime|driver))?[ _]?(?:error|failure)(?:[ _]code)?[ \t]*[:#(=]?[ \t]*(\d{1,5})\b"
+_NUMBERED = re.compile(r"\bcuda(?:[ _](?:runtime|driver))?[ _]?(?:error|failure)(?:[ _]code)?[ \t]*[:#(=]?[ \t]*(\d{1,5})(?!\d)"
                        r"|\bcudaError_t[ \t]*[:#(=]?[ \t]*(\d{1,5})\b", re.IGNORECASE)
 MAX_HITS = 2000  # a text that names codes more often than this is read up to here
 

@@ -127,5 +127,6 @@ def generated(codes: Sequence[ErrorCode], families: Sequence[Family], claimed: M
             "explanation": _fill(r["explanation"], main), "verify": list(r["verify"]), "seen_in": list(r["seen_in"]),
             "source": f"{r['source']} (family {fam.id} of error_families.json); read from {', '.join(sources[:4])}",
             "confidence": r["confidence"], **({"other": r["other"]} if r.get("other") else {}),
+            **({"container_first": r["container_first"]} if r.get("container_first") else {}),
         })
     return out
