@@ -217,6 +217,49 @@ def test_tool_outputs() -> None:
     assert facts["gpu_name"] == "NVIDIA GeForce RTX 3090" and facts["compute_capability"] == "8.6"
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("2.1.0+cu121\n12.1\nTrue\n", {"torch_version": "2.1.0+cu121", "torch_cuda": "12.1", "torch_cuda_available": True}),
+    ("2.5.1+cu124 12.4\nFalse\nNVIDIA GeForce RTX 3090\n",
+     {"torch_version": "2.5.1+cu124", "torch_cuda": "12.4", "torch_cuda_available": False,
+      "gpu_name": "NVIDIA GeForce RTX 3090"}),
+    ("CUDA available: False\n", {"torch_cuda_available": False}),
+    ("torch.cuda.is_available(): True\n", {"torch_cuda_available": True}),
+    ("WSL version: 2.0.9.0\nKernel version: 5.15.133.1-1\nWindows version: 10.0.22631.2715\n",
+     {"wsl": True, "windows_build": 22631}),
+    ("  NAME            STATE           VERSION\n* Ubuntu    Stopped         1\n", {"wsl1": True}),
+    ("NVRM version:   535.104.05\nCUDA version:   12.2\n\nDevice Index:   0\nModel:          NVIDIA A10G\n",
+     {"driver_version": "535.104.05", "driver_cuda_version": "12.2", "gpu_name": "NVIDIA A10G"}),
+    ("     active environment : base\n      python version : 3.10.12.final.0\n", {"python": "3.10.12"}),
+    ("CUDA Version 11.8.89\n", {"nvcc_version": "11.8"}),
+    ("ProductName:\t\tmacOS\nProductVersion:\t\t14.4.1\n", {"os": "macos"}),
+])
+def test_short_outputs_people_paste(text: str, expected: Dict[str, Any]) -> None:
+    """One-line prints, `wsl --version`, `wsl -l -v`, `nvidia-container-cli info`, `conda info`,
+    version.txt, `sw_vers`: their facts, with the line read."""
+    facts = _facts(text)
+    assert {k: facts.get(k) for k in expected} == expected
+
+
+@pytest.mark.parametrize("text", [
+    "2021-06-09 01:19:41.611304: I external/org_tensorflow/tensorflow/compiler/xla/service/service.cc:169] XLA service\n",
+    "INFO 05-01 10:00:00 llm_engine.py:100] Initializing an LLM engine\n",
+    "[rank0]: something happened\n",
+    "numeri ~ $ TF_CPP_MIN_LOG_LEVEL=0 python3 /tmp/test.py\n",
+    "Runtimes: io.containerd.runc.v2 nvidia runc\nDefault Runtime: runc\n",
+    "     Loaded: loaded (/lib/systemd/system/nvidia-persistenced.service)\n     Active: active (running)\n",
+    "Filesystem      Size  Used Avail Use% Mounted on\nshm              64M     0   64M   0% /dev/shm\n",
+    "open files                      (-n) 1024\n",
+    "lrwxrwxrwx 1 root root 12 Jan  1 00:00 libcuda.so -> libcuda.so.1\n",
+    "[CUDA Bandwidth Test] - Starting...\n",
+])
+def test_machine_output_without_a_version_is_still_read(text: str) -> None:
+    assert _read(text).usable
+
+
+def test_prose_alone_is_not_machine_output() -> None:
+    assert not _read("I installed torch and it does not work. Version: latest. Is CUDA available? Not sure\n").usable
+
+
 def test_jax_environment_info() -> None:
     facts = _facts(_paste("b-jax-8xa100-cumsum-sharding"))  # real
     assert facts["jax_version"] == "0.4.28" and facts["jaxlib_version"] == "0.4.28"
@@ -371,6 +414,8 @@ _PIECES = st.sampled_from([
     "[pip3] torch==", "Package Version\n------- -------\n", "NVRM: Xid (PCI:0000:01:00): ", "docker run ",
     "```", "> ", "<details>", "Cuda compilation tools, release ", "jax: ", "CuPy Version : ", "=> not found",
     "modprobe: FATAL: Module nvidia not found", "\n", "\r", "\x00", "\x1b[2J", "9999999999", "12.4", "sm_90",
+    "WSL version: ", "Windows version: 10.0.", "* Ubuntu Running ", "NVRM version: ", "Model: NVIDIA ",
+    "python version : ", "CUDA Version ", "CUDA available: ", "True", "2021-06-09 01:19:41.6: ", "INFO 05-01 10:00:00 ",
 ])
 
 
@@ -598,3 +643,16 @@ def test_a_gpu_named_twice_keeps_the_capability_a_message_gave() -> None:
     intake = _read(text)
     cc = intake.chosen()["compute_capability"]
     assert cc.value == "8.0" and "sm_80" in cc.text
+
+
+@pytest.mark.parametrize("line, signal", [
+    ("Segmentation fault (core dumped)", "Segmentation fault"),
+    ("Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)", "SIGSEGV"),
+])
+def test_a_crash_without_a_gpu_error_is_possibly_the_program(line: str, signal: str) -> None:
+    from cudadoctor.api import diagnose_text
+
+    text = "[11/01 20:14:15 d2.utils.events]: eta: 5:41:49  iter: 379  total_loss: 1.707\n" + line + "\n"
+    assert _facts(text)["crash"] == signal
+    top = diagnose_text(text).top
+    assert top is not None and top.category.value == "other" and top.verdict == "possible"

@@ -133,6 +133,12 @@ def _program_failure(intake: Intake) -> List[RankedCause]:
     """A text whose error names nothing of the GPU stack and matches no signature: the failure
     looks like the program's (or a library's) own; said as possible, never as what holds."""
     exception = intake.chosen().get("exception")
+    crash = intake.chosen().get("crash")
+    if exception is None and crash is not None:
+        return [RankedCause(C.OTHER, "possible", f"the process crashed ({crash.value}) and no known GPU error is in the "
+                            "text: a native crash in the program or one of its extensions (its data, a bad pointer), "
+                            "or in a library; `python -X faulthandler` (or gdb's `bt`) shows where",
+                            crash.line, "program-crash", "the program's own crash")]
     if exception is None:
         return []
     said = _DEVICE_NAMES.sub("", f"{exception.value} {exception.text}")
@@ -168,6 +174,9 @@ def _unlikely(chosen: Dict[str, Any]) -> Set[Category]:
     return out
 
 
+# An image name that says it is made for NVIDIA GPUs (the word in its repository or its tag)
+_GPU_IMAGE = re.compile(r"\b[\w./-]*(?:cuda|gpu|nvidia|nvcr\.io|pytorch|tensorflow|jax|vllm|tritonserver|ollama|"
+                        r"text-generation-inference|cudnn)[\w./:-]*", re.IGNORECASE)
 _GPU_ACCESS = {C.NO_DRIVER, C.NO_GPU, C.NVML_UNAVAILABLE, C.CONTAINER_NO_GPU, C.DRIVER_LIBRARY_MISMATCH}
 
 
@@ -185,6 +194,9 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
     if docker is not None and docker.value is False and access and not denied:
         out.append((C.CONTAINER_NO_GPU, "holds", "the container was started without GPUs (no --gpus, "
                     "--runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
+    elif docker is not None and docker.value is False and not e.matches and _GPU_IMAGE.search(docker.text):
+        out.append((C.CONTAINER_NO_GPU, "likely", "the container of an image made for GPUs was started without them "
+                    "(no --gpus, --runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
     reload = chosen.get("daemon_reload")
     if reload is not None and (access or (nvml is not None and nvml.value == "NVML_ERROR_UNKNOWN")):
         out.append((C.CONTAINER_NO_GPU, "holds", "`systemctl daemon-reload` on a host whose containers use the "
@@ -244,6 +256,11 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
         out.append((C.NO_DRIVER, "holds", "the NVIDIA driver is not installed: nvidia-smi is missing and the open-source "
                     "nouveau driver runs the GPU (installing NVIDIA's driver blacklists nouveau)", smi_missing.line,
                     "nouveau-without-nvidia-driver"))
+    other_display = chosen.get("pci_display_other")
+    if other_display is not None and "gpu_name" not in chosen and "gpu_count" not in chosen:
+        out.append((C.NO_GPU, "likely", f"lspci lists a display controller that is not NVIDIA's ({other_display.value}) "
+                    "and no NVIDIA one (a datacenter GPU shows as '3D controller': `lspci | grep -i nvidia` tells)",
+                    other_display.line, "pci-no-nvidia"))
     xid = chosen.get("xid")
     if xid is not None:
         out.append((C.HARDWARE_FAULT, "holds", f"the kernel log shows Xid {xid.value}", xid.line, "xid"))

@@ -25,7 +25,7 @@ KEYWORDS = (b"cuda", b"cudnn", b"cublas", b"cupy", b"nccl", b"nvidia", b"nvml", 
             b"device", b"driver", b"libcu", b"ptx", b"xid", b"sm_", b"kernel", b"jax", b"torch", b"macos", b"darwin",
             b"host compiler", b"undefined symbol", b"winerror", b"mma", b"cufft", b"curand", b"cusolver", b"cusparse",
             b"nvjitlink", b"illegal instruction", b"reduction in the prior", b"visual c++", b"bfcarena", b"bus error",
-            b"dtype", b"ancdata", b"invalid __", b"open files", b"out of resource", b".dll", b"dll load", b"outofmemory", b"out of memory")
+            b"dtype", b"ancdata", b"invalid __", b"no wheels with", b"open files", b"out of resource", b".dll", b"dll load", b"outofmemory", b"out of memory")
 SCANNED_BYTES = 8 * 1024 * 1024  # of the output before the tail, searched for KEYWORDS: ~10 ms a MiB
 
 

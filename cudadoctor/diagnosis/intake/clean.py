@@ -28,13 +28,14 @@ _LOGGER = re.compile(
     r"\[(?:rank|default)\d{1,5}\]:?[ \t]?"  # torchrun: [rank3]: / [default0]:
     r"|\[\d{1,5}(?:,\d{1,5}){0,64}\]<(?:stdout|stderr)>:[ \t]?"  # torchrun's tee: [0,1]<stderr>:
     r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{1,9}[ \t]{1,8}\d{1,10} [\w./+-]{1,200}:\d{1,7}\] ?"  # glog
-    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?[ \t]{0,4}"
+    r"|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d| ?UTC)?\]?:?[ \t]{0,4}"
     r"(?:-[ \t]{0,4})?(?:[\w.]{1,64}[ \t]{1,4}-[ \t]{1,4})?"  # 2026-11-28 01:23:20,123 - name -
     r"(?:\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]?[ \t]{0,4}(?:-[ \t]{0,4}|:[ \t]{0,4})?)?"
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: \[[\w./:-]{1,200}\])? "  # vLLM
     r"|\d\d:\d\d:\d\d(?:[.,]\d{1,9})?[ \t]{1,4}(?=\S)"  # 01:23:20.659 before a line
     r"|[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d [\w.-]{1,64} [\w./@-]{1,64}(?:\[\d{1,10}\])?: "  # journald, syslog
     r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}\] "  # dmesg -T
+    r"|\[\d\d/\d\d \d\d:\d\d:\d\d [\w.]{1,80}\]:? "  # detectron2 and fvcore: [11/01 20:14:15 d2.engine]:
     r"|(?:stdout|stderr) [FP] "  # the CRI log format after its timestamp (kubectl logs of a node)
     r"|E {3}(?=\S)"  # pytest's error lines
     r")"
@@ -49,6 +50,20 @@ def lines_of(text: str) -> List[str]:
     """The lines of ``text``, each made plain (see the module's docs)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return [_plain(line) for line in text.split("\n")]
+
+
+def logged_lines(text: str, lines: List[str]) -> List[int]:
+    """The 0-based numbers of the lines of ``text`` (made plain as ``lines``) that began with a
+    logger's prefix (a timestamp, a level, a rank): a log, whatever the lines say."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    out = []
+    for i, raw in enumerate(text.split("\n")):
+        if i >= len(lines):
+            break
+        head = raw[:1]
+        if head in _LOGGER_STARTS and lines[i] and len(lines[i]) < len(raw) and _LOGGER.match(raw):
+            out.append(i)
+    return out
 
 
 def _plain(raw: str) -> str:

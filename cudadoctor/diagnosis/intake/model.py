@@ -54,7 +54,8 @@ CONTEXT_KEYS = frozenset({
     "rocm", "wsl1", "mig", "gpu_process", "gpu_memory", "nvidia_smi_missing", "jax_devices",
     "cupy_version", "cupy_cuda_build", "missing_library", "xid", "kernel_module_missing", "dkms_failed",
     "docker_gpus", "daemon_reload", "windows_build", "tf_built_with_cuda", "cuda_libraries",
-    "pip_install", "exception", "command", "dkms_driver", "l4t_release", "base_image",
+    "pip_install", "exception", "command", "dkms_driver", "l4t_release", "base_image", "crash",
+    "pci_display_other",
 })
 
 

@@ -10,15 +10,22 @@ if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
 
 
+LOGGED_HEAD = 1 << 20  # where lines with a logger's prefix are looked for when nothing else was read
+MAX_LOGGED = 1000
+
+
 def read_text(text: str, matrix: "Matrix") -> Intake:
     """Read every known block of ``text`` into facts (see the module's docs). Never raises."""
-    from cudadoctor.diagnosis.intake.clean import lines_of
+    from cudadoctor.diagnosis.intake.clean import lines_of, logged_lines
     from cudadoctor.diagnosis.intake.readers import READERS
 
     lines = lines_of(text)
     found = Found(lines)
     for reader in READERS:
         reader(found)
+    if not found.blocks:  # lines a logger wrote (its prefix made plain above) are a log
+        for i in logged_lines(text[:LOGGED_HEAD], lines)[:MAX_LOGGED]:
+            found.block("log", i, i)
     _gpu_facts(found, matrix)
     joined = "\n".join(lines)
     errors = _error_lines(found, matrix, joined)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from cudadoctor.diagnosis.intake.common import package_fact
+from cudadoctor.diagnosis.intake.common import package_fact, python_version
 from cudadoctor.diagnosis.intake.model import Found
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -25,7 +25,7 @@ _EXCEPTION = re.compile(r"^\s{0,8}(?:[-*|]\s{1,4})?((?:[A-Za-z_][\w]{0,80}\.){0,
                         r"|Fault))(?::\s?(.{0,2000}))?$")
 _TERMINATE = re.compile(r"terminate called after throwing an instance of '([^']{1,200})'")
 _WHAT = re.compile(r"^\s*what\(\):\s+(.{1,2000})$")
-_PROMPT = re.compile(r"^\s{0,4}(?:\([\w.-]{1,64}\)\s*)?(?:[\w.-]{1,64}@[\w.-]{1,64}:[^$#\n]{0,200}[$#]|\$|#|%|❯|➜|»|→|>>>|"
+_PROMPT = re.compile(r"^\s{0,4}(?:\([\w.-]{1,64}\)\s*)?(?:[\w.-]{1,64}@[\w.-]{1,64}:[^$#\n]{0,200}[$#]|[\w.-]{1,64} [~/][^\s$#]{0,200} [$#%]|\$|#|%|❯|➜|»|→|>>>|"
                      r"PS [A-Za-z]:\\[^>]{0,200}>|[A-Za-z]:\\[^>]{0,200}>|In \[\d{1,5}\]:|\[[\w.-]{1,64}@[\w.-]{1,64} [^\]\n]{0,100}\][$#])"
                      r"\s+(\S.{0,2000})$")
 _LOG_LEVEL = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d|[IWEF] (?:tensorflow|external|third_party|xla|[a-zA-Z]:\\)[\w/\\.:-]{0,300}\.(?:cc|h|cpp|py)[:\]]|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d|(?:ERROR|WARNING|CRITICAL|FATAL):[\w.]{1,64}:|"
@@ -35,6 +35,7 @@ _LOG_LEVEL = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d|[IWEF] (?:tensorflow|ex
 # warnings ("[W CUDAFunctions.cpp:109] ..."), a crash, apt's and dpkg's errors, Xorg's "(EE)" lines, an "ERROR:" line
 _OUTPUT = re.compile(r"^(?:\S{1,300}\.py:\d{1,7}: \w{0,40}Warning: |\[[WEIF]\d{0,4}[^\]\n]{0,80}\.(?:cpp|h|cc):\d{1,7}\]|"
                      r"(?:Segmentation fault|Aborted|Bus error|Floating point exception|Killed)(?: \(core dumped\))?\s*$|"
+                     r"Process finished with exit code \d+ \(interrupted by signal \d+: SIG[A-Z]+\)|"
                      r"E: |dpkg: (?:error|dependency problems)|(?:error|fatal error|warning): |\[\s*\d{1,7}\.\d{3,9}\]|\(EE\) |(?:ERROR|Error|FATAL|Fatal error):? |Out\[\d{1,5}\]: )")
 # A Dockerfile's instructions, a compose file's or a Kubernetes manifest's GPU lines, logfmt log lines (ollama)
 _CONTAINER_FILE = re.compile(r"^\s{0,4}(?:FROM\s+\S+|RUN\s+\S|ENV\s+\w+[= ]|ARG\s+\w+|ENTRYPOINT\s|CMD\s|"
@@ -45,6 +46,12 @@ _BUILD = re.compile(r"^(?:make(?:\[\d{1,3}\])?: \*\*\*|ninja: build stopped|erro
                     r"\S{1,300}\.(?:cu|cpp|cc|c|h|cuh|hpp)(?:\(\d{1,7}\)|:\d{1,7}(?::\d{1,5})?): (?:fatal )?error\b|"
                     r"error: subprocess-exited-with-error|ERROR: Failed building wheel)")
 _TORCH_LINES = re.compile(r"^\s*(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?)\s+(\d+\.\d+|None)\s*$")
+_VERSION_ALONE = re.compile(r"^\s*(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+(?:cu\d+|cpu|rocm[\d.]+))?)\s*$")
+_CUDA_ALONE = re.compile(r"^\s*(\d+\.\d+|None)\s*$")
+_BOOL_ALONE = re.compile(r"^\s*(True|False)\s*$")
+# print(f"CUDA available: {torch.cuda.is_available()}") and the like
+_AVAILABLE = re.compile(r"^\s*(?:torch\.cuda\.is_available\(\)|(?:is )?cuda(?: is)? available\??|gpu available\??|"
+                        r"cuda\.is_available\(\))\s*(?:[:=]|->)?\s*(True|False)\s*$", re.IGNORECASE)
 _GPU_ALONE = re.compile(r"^\s*'?((?:NVIDIA |Tesla |Quadro |GeForce )[\w -]{2,60}?)'?\s*$")
 _DKMS_STATUS = re.compile(r"^\s*nvidia(?:-open)?[/,]\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?),\s*(\S+),\s*\S+:\s*(installed|built|added)\b")
 _DKMS_BAD = re.compile(r"Bad return status for module build on kernel: (\S+)|Error! Build of nvidia\S* failed")
@@ -67,7 +74,7 @@ WORDS = ("Error", "Exception", "Exit", "Interrupt", "Failure", "Fault", "Traceba
          "what():", "$ ", "# ", "❯", ">>>", "PS ", ":\\", "In [", "NCCL", "E1", "E0", "W1", "W0", "F1", "F0", "ERROR", "WARNING",
          "CRITICAL", "FATAL", "dkms", "nvidia/", "nvidia,", "Bad return status", "Build of nvidia", "release), REVISION",
          "L4T", "Jetpack", "JetPack", "driver=nouveau", "I tensorflow", "W tensorflow", "E tensorflow", "I external",
-         "W external", "E external", "E c:", "W c:", "I c:", "make", "ninja:", "error", "CMake Error", "FAILED: ", "Warning: ", "[W", "[E", "Segmentation fault", "Aborted", "Bus error",
+         "W external", "E external", "E c:", "W c:", "I c:", "make", "ninja:", "error", "CMake Error", "FAILED: ", "Warning: ", "[W", "[E", "Segmentation fault", "Aborted", "Process finished", "Bus error",
          "Floating point", "Killed", "E: ", "dpkg:", "(EE)", "ERROR", "Error", "Fatal", "FATAL", "Out[", "% ", "➜", "»", "→",
          "] ", "@", "FROM ", "RUN ", "ENV ", "ARG ", "ENTRYPOINT", "CMD ", "driver:", "nvidia.com/gpu",
          "runtimeClassName", "image:", "time=")
@@ -102,6 +109,9 @@ def read(found: Found) -> None:
                 _listed_rows(found, i + 1)
         if _LOG_LEVEL.match(line) or _BUILD.match(line) or _OUTPUT.match(line) or _LOGFMT.match(line):
             found.block("log", i, i)
+            crash = _CRASH.search(line)
+            if crash:
+                found.fact("crash", crash.group(1) or crash.group(2), i, "log")
         elif _CONTAINER_FILE.match(line):
             found.block("docker_run", i, i)
             image = _FROM.match(line)
@@ -111,6 +121,12 @@ def read(found: Found) -> None:
     if listing is None:
         _bare_torch_lines(found)
         _bare_rows(found)
+    _other_outputs(found)
+    for i in found.lines_with("vailable", "VAILABLE", ends=ENDS):
+        m = _AVAILABLE.match(found.lines[i])
+        if m:
+            found.block("platform", i, i)
+            found.fact("torch_cuda_available", m.group(1) == "True", i, "platform")
 
 
 def _system_lines(found: Found, i: int, line: str) -> None:
@@ -223,11 +239,139 @@ def _bare_torch_lines(found: Found) -> None:
         package_fact(found, i, "torch", m.group(1), "pip_list")
         if m.group(2) != "None":
             found.fact("torch_cuda", m.group(2), i, "pip_list")
-        for j in range(i + 1, min(len(lines), i + 4)):
-            gpu = _GPU_ALONE.match(lines[j])
-            if gpu:
-                found.gpu(gpu.group(1), j, "platform")
+        _after_torch_lines(found, i + 1)
         return
+    for i, line in enumerate(lines[:5000]):  # the same printed one value a line
+        version = _VERSION_ALONE.match(line) if line[:1].isdigit() else None
+        cuda = _CUDA_ALONE.match(lines[i + 1]) if version and i + 1 < len(lines) else None
+        if not version or not cuda or ("+" not in version.group(1) and not _near_torch(lines, i)):
+            continue
+        found.block("platform", i, i + 1)
+        package_fact(found, i, "torch", version.group(1), "pip_list")
+        if cuda.group(1) != "None":
+            found.fact("torch_cuda", cuda.group(1), i + 1, "pip_list")
+        _after_torch_lines(found, i + 2)
+        return
+
+
+# Other outputs people paste that carry little or no version but are machine output: `conda info`,
+# /usr/local/cuda/version.txt, `ls -l`, `docker info`, `systemctl status`, bitsandbytes' and the
+# CUDA samples' headers
+_CONDA_INFO = re.compile(r"^\s*(active environment|active env location|conda version|python version|base environment|"
+                         r"virtual packages|channel URLs|package cache|envs directories)\s*:\s*(\S.*)$")
+_VERSION_TXT = re.compile(r"^\s*CUDA Version (\d+\.\d+)(?:\.\d+)?\s*$")
+_LS_LONG = re.compile(r"^[-dlcbps][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+[\d,]+\s+\w{3}\s+\d{1,2}\s+[\d:]{4,5}\s+\S")
+_DOCKER_INFO = re.compile(r"^\s*(?:Runtimes|Default Runtime|Server Version|Storage Driver|Cgroup Driver|Cgroup Version|"
+                          r"Docker Root Dir):\s*\S")
+_SYSTEMD = re.compile(r"^\s*(?:Loaded: (?:loaded|not-found|masked)|Active: (?:active|inactive|failed|activating))\b")
+_WSL_VERSION = re.compile(r"^\s*WSL version:\s*\d+\.\d+")
+_WINDOWS_BUILD = re.compile(r"^\s*Windows version:\s*10\.0\.(\d{5})")
+_WSL_LIST = re.compile(r"^\s*(\*)?\s*\S+\s+(?:Running|Stopped|Installing|Converting|Uninstalling)\s+([12])\s*$")
+_CONTAINER_CLI = re.compile(r"^\s*(NVRM version|CUDA version|Model):\s+(\S.*?)\s*$")
+_SYSTEM_TABLES = re.compile(r"^\s*(?:Filesystem\s+(?:Size|1K-blocks|1M-blocks)\s+Used\s+Avail|total\s+used\s+free\s+shared|"
+                            r"(?:open files|max locked memory|core file size|max user processes)\s+\((?:\w+, )?-\w\)\s+\S)")
+# A command line without a prompt (what was run), a shell's "command not found", pip's and conda's
+# own progress lines, a printed call and its value ("cupy.cuda.runtime.getDeviceCount() = 0")
+_BARE_COMMAND = re.compile(r"^\s*(?:(?:[A-Z_]{2,40}=\S*\s+){0,4}(?:python[\d.]*|torchrun|deepspeed|accelerate launch|"
+                           r"(?:conda|mamba|micromamba) (?:install|create|env create)|uv (?:pip |run|sync|add)|"
+                           r"pip[\d.]* (?:install|download|uninstall)|nvidia-smi|nvcc|docker (?:compose|exec|build))\b)(.{0,2000})$")
+_NOT_FOUND = re.compile(r"(?:^|\s)(?:\w+: command not found: \S+|\S+: command not found|Command '\S+' not found, but can be "
+                        r"installed with|'\S+' is not recognized as an internal or external command)")
+_PIP_PROGRESS = re.compile(r"^\s*(?:Collecting \S|Downloading \S+\.whl|Installing collected packages: |Successfully uninstalled |"
+                           r"Looking in indexes: |Requirement already satisfied: |Building wheels? for |ERROR: pip's dependency resolver|"
+                           r"Collecting package metadata|Solving environment: |Preparing transaction: |Executing transaction: )")
+_PRINTED_CALL = re.compile(r"^\s*[A-Za-z_][\w.]{2,120}\([^()\n]{0,80}\)\s*(?:=|:|->)\s*\S")
+_CRASH = re.compile(r"^\s*(Segmentation fault|Aborted|Bus error|Floating point exception)(?: \(core dumped\))?\s*$"
+                    r"|interrupted by signal \d+: (SIG[A-Z]+)\)")
+_SW_VERS = re.compile(r"^\s*ProductName:\s+(?:macOS|Mac OS X)\s*$")
+_TOOL_HEADER = re.compile(r"^\s*(?:\[CUDA Bandwidth Test\]|\[[\w ]{1,60}\] - Starting\.\.\.|CUDA specs: CUDASpecs\(|"
+                          r"CUDA SETUP: |bitsandbytes library load error|Detected \d+ CUDA Capable device)")
+
+
+def _other_outputs(found: Found) -> None:
+    lines = found.lines
+    for i in found.lines_with(" : ", "CUDA Version", "Runtime", "Driver", "Version:", "Loaded:", "Active:",
+                              "Root Dir", "CUDA", "Starting...", "CUDA Capable", "version:", "Running", "Stopped",
+                              "Model:", "Filesystem", "total", "(-", "ProductName", ends=ENDS):
+        line = lines[i]
+        if _known_tool_line(found, i, line):
+            continue
+        conda = _CONDA_INFO.match(line)
+        if conda:
+            found.block("platform", i, i)
+            if conda.group(1) == "python version":
+                version = python_version(conda.group(2))
+                if version:
+                    found.fact("python", version, i, "platform")
+            continue
+        version_txt = _VERSION_TXT.match(line)
+        if version_txt:
+            found.block("nvcc", i, i)
+            found.fact("nvcc_version", version_txt.group(1), i, "nvcc")
+        elif _DOCKER_INFO.match(line):
+            found.block("docker_run", i, i)
+        elif _SYSTEMD.match(line) or _TOOL_HEADER.match(line):
+            found.block("platform", i, i)
+    if not found.blocks:  # shapes too weak to read where anything else was read
+        for i, line in enumerate(lines[:2000]):
+            if (line[:1] in "-dlcbps" and _LS_LONG.match(line)) or _NOT_FOUND.search(line) or _PIP_PROGRESS.match(line) \
+                    or _PRINTED_CALL.match(line):
+                found.block("platform", i, i)
+            elif _BARE_COMMAND.match(line):
+                found.block("platform", i, i)
+                found.fact("command", line.strip()[:300], i, "platform")
+
+
+def _known_tool_line(found: Found, i: int, line: str) -> bool:
+    """A line of `wsl --version`, `wsl -l -v`, `nvidia-container-cli info`, `df`, `free`,
+    `ulimit -a` or `sw_vers`, with the facts it gives."""
+    if _WSL_VERSION.match(line):
+        found.block("platform", i, i)
+        found.fact("wsl", True, i, "platform")
+        return True
+    build = _WINDOWS_BUILD.match(line)
+    if build:
+        found.block("platform", i, i)
+        found.fact("windows_build", int(build.group(1)), i, "platform")
+        return True
+    listed = _WSL_LIST.match(line)
+    if listed:
+        found.block("platform", i, i)
+        if listed.group(1):  # the default distribution
+            found.fact("wsl1" if listed.group(2) == "1" else "wsl", True, i, "platform")
+        return True
+    cli = _CONTAINER_CLI.match(line)
+    if cli:
+        found.block("platform", i, i)
+        key, value = cli.groups()
+        if key == "NVRM version" and re.match(r"^\d{3}\.\d{1,3}(?:\.\d{1,3})?$", value):
+            found.fact("driver_version", value, i, "platform")
+        elif key == "CUDA version" and re.match(r"^\d{1,2}\.\d$", value):
+            found.fact("driver_cuda_version", value, i, "platform")
+        elif key == "Model" and _GPU_ALONE.match(value):
+            found.gpu(value, i, "platform")
+        return True
+    if _SYSTEM_TABLES.match(line):
+        found.block("platform", i, i)
+        return True
+    if _SW_VERS.match(line):
+        found.block("platform", i, i)
+        found.fact("os", "macos", i, "platform")
+        return True
+    return False
+
+
+def _after_torch_lines(found: Found, start: int) -> None:
+    """torch.cuda.is_available() and a GPU's name, printed on the lines after the versions."""
+    lines = found.lines
+    for j in range(start, min(len(lines), start + 3)):
+        available = _BOOL_ALONE.match(lines[j])
+        if available and j == start:
+            found.block("platform", j, j)
+            found.fact("torch_cuda_available", available.group(1) == "True", j, "platform")
+        gpu = _GPU_ALONE.match(lines[j])
+        if gpu:
+            found.gpu(gpu.group(1), j, "platform")
 
 
 def _near_torch(lines: "list[str]", i: int) -> bool:

@@ -27,6 +27,7 @@ _FAILURES = (
     ("failed to initialize nvml: unknown error", "NVML_ERROR_UNKNOWN"),
 )
 _MISSING = re.compile(r"nvidia-smi: (?:command )?not found|'nvidia-smi' is not recognized as an internal or external"
+                      r"|command not found: nvidia-smi|Command 'nvidia-smi' not found"
                       r"|nvidia-smi: No such file or directory|exec: \"nvidia-smi\": executable file not found"
                       r"|No such file or directory: '(?:[^'\n]{0,200}/)?nvidia-smi'", re.I)
 

@@ -15,6 +15,9 @@ _API_MISMATCH = re.compile(r"NVRM: API mismatch: the client has the version (\d+
 _XID = re.compile(r"NVRM: Xid \([^)]*\):\s*(\d+)")
 _LSPCI = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+(VGA compatible controller|3D controller|"
                     r"Display controller)(?: \[\w+\])?:\s+NVIDIA Corporation\s+(.*)$")
+_OTHER_DISPLAY = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+(?:VGA compatible controller|3D controller|"
+                            r"Display controller)(?: \[\w+\])?:\s+(?!NVIDIA)(\S.{0,120}?)(?: \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\])?"
+                            r"(?: \(rev \w+\))?(?: \(prog-if.*)?\s*$")
 _DOCKER = re.compile(r"^\s*`?(?:[\w@:~/.()-]*[$#>]\s*)?(?:sudo\s+(?:-E\s+)?)?(docker|podman|nvidia-docker)\s+"
                      r"(?:container\s+)?run\b")
 _GPUS_ASKED = re.compile(r"--gpus\b|--runtime[= ]nvidia|--device[= ]\S*(?:nvidia\.com/gpu|/dev/nvidia)|"
@@ -42,7 +45,7 @@ _DOCKER_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?root@[0-9a-f]{12}:[^#]*#")
 WORDS = ("NVRM", "nouveau", "nvidia", "NVIDIA", "Nvidia", "Kernel driver in use", "modprobe", "DKMS", "dkms",
          "SecureBoot", "Key was rejected", "daemon-reload", "docker", "podman", "capabilities: [gpu]", "runtime:",
          "NAME=", "ID=", "Description:", "Linux ", "Darwin ", "Microsoft Windows [Version", "install", "CUDA_",
-         "LD_LIBRARY_PATH")
+         "LD_LIBRARY_PATH", "controller")
 # and of the paths and prompts it weighs
 HINTS = ("/Users/", "homebrew", "/Library/", "macosx_", "\\", "WinError", ".dll", "root@", "-packages", "PS ",
          "ComObject", "RawContentLength", "Microsoft", "/usr/lib/wsl/lib", "microsoft-standard-WSL2", ".cpython-3",
@@ -56,6 +59,11 @@ def read(found: Found) -> None:
             _kernel(found, i, line)
         if "NVIDIA Corporation" in line or "Kernel driver in use" in line:
             _lspci(found, i, line)
+        elif "controller" in line:
+            other = _OTHER_DISPLAY.match(line)
+            if other:
+                found.block("lspci", i, i)
+                found.fact("pci_display_other", other.group(1), i, "lspci")
         if "modprobe" in line or "DKMS" in line or "dkms" in line or "SecureBoot" in line or "Key was rejected" in line:
             _modules(found, i, line)
         if "daemon-reload" in line and re.search(r"systemctl\s+(?:--\S+\s+)*daemon-reload", line):

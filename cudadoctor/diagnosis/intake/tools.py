@@ -65,7 +65,7 @@ def read(found: Found) -> None:
                 found.block("nvcc", max(i - 3, 0) if i >= 3 and "nvcc" in lines[i - 3] else i, i)
                 found.fact("nvcc_version", version, i, "nvcc")
             continue
-        if "nvcc" in line and re.search(r"\bnvcc: (?:command )?not found|'nvcc' is not recognized", line):
+        if "nvcc" in line and re.search(r"\bnvcc: (?:command )?not found|'nvcc' is not recognized|command not found: nvcc\b|Command 'nvcc' not found", line):
             found.block("nvcc", i, i)
             found.fact("nvcc_version", None, i, "nvcc")
             continue
