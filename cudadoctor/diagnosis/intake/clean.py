@@ -41,6 +41,9 @@ _LOGGER = re.compile(
     r")"
 )
 _LOGGER_STARTS = frozenset("0123456789[IWEFDCJMASNO")  # the first characters of _LOGGER's prefixes
+# A line _plain leaves as it is (but for trailing blanks) holds none of these: the one search that
+# lets most lines of a long log skip it
+_SPECIAL = re.compile("[>`<&|\x1b~\x80-\U0010ffff]|pid=|^(?:[0-9\\[IWEFDCJMASNO]|stdout |stderr )")
 _INLINE_CODE = re.compile(r"^(\s*(?:[-*+]\s+)?)`{1,3}([^`]{3,4000})`{1,3}[.,;:]?\s*$")
 _INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad]")
 _NBSP = re.compile("[\u00a0\u2007\u202f]")
@@ -49,7 +52,8 @@ _NBSP = re.compile("[\u00a0\u2007\u202f]")
 def lines_of(text: str) -> List[str]:
     """The lines of ``text``, each made plain (see the module's docs)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return [_plain(line) for line in text.split("\n")]
+    plain, special = _plain, _SPECIAL.search
+    return [plain(line) if len(line) > MAX_LINE or special(line) else line.rstrip() for line in text.split("\n")]
 
 
 def logged_lines(text: str, lines: List[str]) -> List[int]:
@@ -66,6 +70,18 @@ def logged_lines(text: str, lines: List[str]) -> List[int]:
     return out
 
 
+def _unlogged(line: str) -> str:
+    for _ in range(4):  # a logger's prefix inside another's
+        m = _LOGGER.match(line)
+        if m is None or not m.end():
+            break
+        line = line[m.end():]
+        head = line[:1]
+        if not head or not (head in _LOGGER_STARTS or (head == "s" and line.startswith(("stdout ", "stderr ")))):
+            break
+    return line
+
+
 def _plain(raw: str) -> str:
     # a longer line keeps its head and its tail: an error is where a line starts or ends
     line = raw if len(raw) <= MAX_LINE else raw[:MAX_LINE // 2] + " … " + raw[-(MAX_LINE // 2):]
@@ -77,14 +93,9 @@ def _plain(raw: str) -> str:
         line = _ANSI.sub("", line)
     if ("|" in line[:84] or "pid=" in line[:100]) and _LOG_PREFIX.match(line):
         line = _LOG_PREFIX.sub("", line, count=1)
-    for _ in range(4):  # a logger's prefix inside another's
-        head = line[:1]
-        if not head or not (head in _LOGGER_STARTS or (head == "s" and line.startswith(("stdout ", "stderr ")))):
-            break
-        m = _LOGGER.match(line)
-        if m is None or not m.end():
-            break
-        line = line[m.end():]
+    head = line[:1]
+    if head and (head in _LOGGER_STARTS or (head == "s" and line.startswith(("stdout ", "stderr ")))):
+        line = _unlogged(line)
     if "<" in line:
         line = _TAG.sub("", line)
     if "`" in line:
