@@ -656,3 +656,24 @@ def test_a_crash_without_a_gpu_error_is_possibly_the_program(line: str, signal: 
     assert _facts(text)["crash"] == signal
     top = diagnose_text(text).top
     assert top is not None and top.category.value == "other" and top.verdict == "possible"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("**System Info**\nOS: Windows 11\nGPU: RTX 3060\nDriver: 546.33\nPython: 3.11.5\nPyTorch: 2.1.0\n",
+     {"os": "windows", "driver_version": "546.33", "python": "3.11.5", "torch_version": "2.1.0", "gpu_name": "RTX 3060"}),
+    ("**OS**: Ubuntu 22.04\n**GPU**: NVIDIA A100-SXM4-80GB\n", {"os": "linux", "gpu_name": "NVIDIA A100-SXM4-80GB"}),
+    ("| Package | Version |\n|---|---|\n| torch | 2.1.0+cu121 |\n| torchvision | 0.16.0 |\n",
+     {"torch_version": "2.1.0+cu121", "torchvision_version": "0.16.0"}),
+])
+def test_issue_template_answers_and_markdown_tables(text: str, expected: Dict[str, Any]) -> None:
+    facts = _facts(text)
+    assert {k: facts.get(k) for k in expected} == expected
+
+
+def test_vllm_and_ollama_version_lines() -> None:
+    assert [f.value for f in _read("vLLM Version: 0.4.0\n").facts if f.key == "pip_packages"] == ["vllm==0.4.0"]
+    assert _read("ollama version is 0.1.32\n").usable
+
+
+def test_a_template_key_with_prose_is_not_a_fact() -> None:
+    assert not _read("My GPU: it is broken and driver: unknown\n").usable

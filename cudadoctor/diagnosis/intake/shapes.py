@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from cudadoctor.diagnosis.intake.common import package_fact, python_version
+from cudadoctor.diagnosis.intake.common import os_of_text, package_fact, python_version
 from cudadoctor.diagnosis.intake.model import Found
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -283,6 +283,14 @@ _PIP_PROGRESS = re.compile(r"^\s*(?:Collecting \S|Downloading \S+\.whl|Installin
 _PRINTED_CALL = re.compile(r"^\s*[A-Za-z_][\w.]{2,120}\([^()\n]{0,80}\)\s*(?:=|:|->)\s*\S")
 _CRASH = re.compile(r"^\s*(Segmentation fault|Aborted|Bus error|Floating point exception)(?: \(core dumped\))?\s*$"
                     r"|interrupted by signal \d+: (SIG[A-Z]+)\)")
+# An issue template's answers ("OS: Ubuntu 22.04", "**GPU**: RTX 3060", "Driver: 546.33"), a Markdown
+# table of packages, vLLM's and Ollama's version lines, `nvidia-smi topo -m`'s header
+_TEMPLATE = re.compile(r"^\s*(?:[-*]\s+)?\**(OS|Operating System|Python(?: version)?|PyTorch(?: version)?|torch(?: version)?|"
+                       r"TensorFlow(?: version)?|GPU(?: model| type)?|(?:NVIDIA )?Driver(?: version)?)\**\s*:\**\s*(\S.{0,120})$",
+                       re.IGNORECASE)
+_TABLE_ROW = re.compile(r"^\s*\|\s*`?([A-Za-z0-9][\w.-]{0,80})`?\s*\|\s*`?(\d[\w.+!-]{0,40})`?\s*\|")
+_TOOL_VERSION = re.compile(r"^\s*(?:vLLM Version: (\d[\w.+-]*)|ollama version is (\d[\w.+-]*))\s*$")
+_TOPO = re.compile(r"^\s*GPU0(?:\s+GPU\d+)*(?:\s+NIC\d+)*\s+CPU Affinity")
 _SW_VERS = re.compile(r"^\s*ProductName:\s+(?:macOS|Mac OS X)\s*$")
 _TOOL_HEADER = re.compile(r"^\s*(?:\[CUDA Bandwidth Test\]|\[[\w ]{1,60}\] - Starting\.\.\.|CUDA specs: CUDASpecs\(|"
                           r"CUDA SETUP: |bitsandbytes library load error|Detected \d+ CUDA Capable device)")
@@ -292,9 +300,24 @@ def _other_outputs(found: Found) -> None:
     lines = found.lines
     for i in found.lines_with(" : ", "CUDA Version", "Runtime", "Driver", "Version:", "Loaded:", "Active:",
                               "Root Dir", "CUDA", "Starting...", "CUDA Capable", "version:", "Running", "Stopped",
-                              "Model:", "Filesystem", "total", "(-", "ProductName", ends=ENDS):
+                              "Model:", "Filesystem", "total", "(-", "ProductName", "OS", "Operating", "ython",
+                              "orch", "ensorFlow", "GPU", "river", "| ", "version is", "CPU Affinity", ends=ENDS):
         line = lines[i]
-        if _known_tool_line(found, i, line):
+        if _known_tool_line(found, i, line) or _template_line(found, i, line):
+            continue
+        row = _TABLE_ROW.match(line) if line.lstrip().startswith("|") else None
+        if row and _STACK_PACKAGE.match(row.group(1)):
+            package_fact(found, i, row.group(1), row.group(2), "pip_list")
+            found.block("pip_list", i, i)
+            continue
+        tool = _TOOL_VERSION.match(line)
+        if tool:
+            found.block("platform", i, i)
+            if tool.group(1):
+                package_fact(found, i, "vllm", tool.group(1), "platform")
+            continue
+        if _TOPO.match(line):
+            found.block("nvidia_smi", i, i)
             continue
         conda = _CONDA_INFO.match(line)
         if conda:
@@ -320,6 +343,40 @@ def _other_outputs(found: Found) -> None:
             elif _BARE_COMMAND.match(line):
                 found.block("platform", i, i)
                 found.fact("command", line.strip()[:300], i, "platform")
+
+
+def _template_line(found: Found, i: int, line: str) -> bool:
+    m = _TEMPLATE.match(line)
+    if not m:
+        return False
+    key, value = m.group(1).lower(), m.group(2).strip().strip("*`").strip()
+    if key in ("os", "operating system"):
+        os_name = os_of_text(value)
+        if os_name is None:
+            return False
+        found.fact("os", os_name, i, "platform")
+    elif key.startswith("python"):
+        version = python_version(value)
+        if version is None:
+            return False
+        found.fact("python", version, i, "platform")
+    elif key.startswith(("pytorch", "torch", "tensorflow")):
+        number = re.match(r"^v?(\d+\.\d+[\w.+]*)", value)
+        if number is None:
+            return False
+        package_fact(found, i, "tensorflow" if key.startswith("tensorflow") else "torch", number.group(1), "platform")
+    elif key.startswith("gpu"):
+        name = value.split(",")[0].strip()
+        if not re.search(r"[A-Za-z]", name) or not re.search(r"\d", name):
+            return False
+        found.gpu(name, i, "platform")
+    else:
+        driver = re.match(r"^(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b", value)
+        if driver is None:
+            return False
+        found.fact("driver_version", driver.group(1), i, "platform")
+    found.block("platform", i, i)
+    return True
 
 
 def _known_tool_line(found: Found, i: int, line: str) -> bool:
