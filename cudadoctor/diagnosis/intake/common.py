@@ -8,6 +8,8 @@ from typing import Optional
 from cudadoctor.diagnosis.intake.model import Found
 from cudadoctor.model.parsers import normalize_name
 
+# An NVIDIA driver version: 580.159.04, 535.104.05, 546.33
+DRIVER_VERSION = r"\d{3}\.\d{1,3}(?:\.\d{1,3})?"
 _VERSION = re.compile(r"(?<![\w.])(\d+(?:\.\d+)+)")
 _PYTHON = re.compile(r"(?<![\w.])(3\.\d{1,2}(?:\.\d{1,3})?|2\.7(?:\.\d{1,3})?)(?![\d])")
 _LOCAL_CUDA = re.compile(r"\+cu(\d{2,3})\b")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from cudadoctor.diagnosis.intake.common import package_fact, python_version
+from cudadoctor.diagnosis.intake.common import DRIVER_VERSION, package_fact, python_version
 from cudadoctor.diagnosis.intake.model import Found
 
 KIND = "platform"
@@ -38,7 +38,7 @@ _PROPS = re.compile(r"_CudaDeviceProperties\(name='([^']{2,80})', major=(\d+), m
 _TF_GPUS = re.compile(r"PhysicalDevice\(name='/physical_device:GPU:(\d+)', device_type='GPU'\)")
 _JAX_LIST = re.compile(r"^\s*\[((?:(?:Cuda|Gpu|Cpu|Tpu|cuda|gpu|cpu|tpu)(?:Device)?\(id=\d+(?:, [\w=]+)*\)(?:, )?){1,64})\]\s*$")
 _LSMOD = re.compile(r"^\s*(nvidia(?:_uvm|_drm|_modeset|_peermem)?|nouveau)\s+\d{3,9}\s+\d{1,4}\b")
-_MODINFO = re.compile(r"^\s*version:\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\s*$")
+_MODINFO = re.compile(rf"^\s*version:\s+({DRIVER_VERSION})\s*$")
 _DEV_NODE = re.compile(r"^\s*c[rw-]{9}\S*\s+\d+\s+\S+\s+\S+\s+\d+,\s*\d+\s.*\s/dev/nvidia(?:\d+|ctl|-uvm)\s*$")
 
 # Of a long log, the start and the end are read (a traceback, a prompt, a report sit there)
@@ -173,7 +173,7 @@ def _smi_csv(found: Found, i: int, header: str) -> None:
         if row.get("name"):
             found.gpu(row["name"], j, "nvidia_smi", cc=row.get("compute_cap") or None)
         driver = row.get("driver_version", "")
-        if re.match(r"^\d{3}\.\d{1,3}(?:\.\d{1,3})?$", driver):
+        if re.fullmatch(DRIVER_VERSION, driver):
             found.fact("driver_version", driver, j, "nvidia_smi")
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from cudadoctor.diagnosis.intake.common import os_of_text, package_fact, python_version
+from cudadoctor.diagnosis.intake.common import DRIVER_VERSION, os_of_text, package_fact, python_version
 from cudadoctor.diagnosis.intake.model import Found
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -53,7 +53,7 @@ _BOOL_ALONE = re.compile(r"^\s*(True|False)\s*$")
 _AVAILABLE = re.compile(r"^\s*(?:torch\.cuda\.is_available\(\)|(?:is )?cuda(?: is)? available\??|gpu available\??|"
                         r"cuda\.is_available\(\))\s*(?:[:=]|->)?\s*(True|False)\s*$", re.IGNORECASE)
 _GPU_ALONE = re.compile(r"^\s*'?((?:NVIDIA |Tesla |Quadro |GeForce )[\w -]{2,60}?)'?\s*$")
-_DKMS_STATUS = re.compile(r"^\s*nvidia(?:-open)?[/,]\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?),\s*(\S+),\s*\S+:\s*(installed|built|added)\b")
+_DKMS_STATUS = re.compile(rf"^\s*nvidia(?:-open)?[/,]\s*({DRIVER_VERSION}),\s*(\S+),\s*\S+:\s*(installed|built|added)\b")
 _DKMS_BAD = re.compile(r"Bad return status for module build on kernel: (\S+)|Error! Build of nvidia\S* failed")
 _TEGRA = re.compile(r"^#?\s*R(\d{2}) \(release\), REVISION: (\d+\.\d+)")
 _JETSON_RELEASE = re.compile(r"\bL4T(?: version)?:?\s+(\d{2}\.\d+(?:\.\d+)?)|\bJetpack(?: version)?:?\s+(\d\.\d+(?:\.\d+)?)", re.I)
@@ -122,11 +122,6 @@ def read(found: Found) -> None:
         _bare_torch_lines(found)
         _bare_rows(found)
     _other_outputs(found)
-    for i in found.lines_with("vailable", "VAILABLE", ends=ENDS):
-        m = _AVAILABLE.match(found.lines[i])
-        if m:
-            found.block("platform", i, i)
-            found.fact("torch_cuda_available", m.group(1) == "True", i, "platform")
 
 
 def _system_lines(found: Found, i: int, line: str) -> None:
@@ -301,8 +296,14 @@ def _other_outputs(found: Found) -> None:
     for i in found.lines_with(" : ", "CUDA Version", "Runtime", "Driver", "Version:", "Loaded:", "Active:",
                               "Root Dir", "CUDA", "Starting...", "CUDA Capable", "version:", "Running", "Stopped",
                               "Model:", "Filesystem", "total", "(-", "ProductName", "OS", "Operating", "ython",
-                              "orch", "ensorFlow", "GPU", "river", "| ", "version is", "CPU Affinity", ends=ENDS):
+                              "orch", "ensorFlow", "GPU", "river", "| ", "version is", "CPU Affinity", "vailable",
+                              "VAILABLE", ends=ENDS):
         line = lines[i]
+        available = _AVAILABLE.match(line)
+        if available:
+            found.block("platform", i, i)
+            found.fact("torch_cuda_available", available.group(1) == "True", i, "platform")
+            continue
         if _known_tool_line(found, i, line) or _template_line(found, i, line):
             continue
         row = _TABLE_ROW.match(line) if line.lstrip().startswith("|") else None
@@ -371,7 +372,7 @@ def _template_line(found: Found, i: int, line: str) -> bool:
             return False
         found.gpu(name, i, "platform")
     else:
-        driver = re.match(r"^(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b", value)
+        driver = re.match(rf"^({DRIVER_VERSION})\b", value)
         if driver is None:
             return False
         found.fact("driver_version", driver.group(1), i, "platform")
@@ -401,7 +402,7 @@ def _known_tool_line(found: Found, i: int, line: str) -> bool:
     if cli:
         found.block("platform", i, i)
         key, value = cli.groups()
-        if key == "NVRM version" and re.match(r"^\d{3}\.\d{1,3}(?:\.\d{1,3})?$", value):
+        if key == "NVRM version" and re.fullmatch(DRIVER_VERSION, value):
             found.fact("driver_version", value, i, "platform")
         elif key == "CUDA version" and re.match(r"^\d{1,2}\.\d$", value):
             found.fact("driver_cuda_version", value, i, "platform")

@@ -13,11 +13,12 @@ _LOADING = re.compile(r"NVRM: loading NVIDIA UNIX (?:Open )?\S* ?Kernel Module(?
 _API_MISMATCH = re.compile(r"NVRM: API mismatch: the client has the version (\d+\.\d+(?:\.\d+)?), but\s+"
                            r"(?:NVRM: )?this kernel module has the version (\d+\.\d+(?:\.\d+)?)")
 _XID = re.compile(r"NVRM: Xid \([^)]*\):\s*(\d+)")
-_LSPCI = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+(VGA compatible controller|3D controller|"
-                    r"Display controller)(?: \[\w+\])?:\s+NVIDIA Corporation\s+(.*)$")
-_OTHER_DISPLAY = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+(?:VGA compatible controller|3D controller|"
-                            r"Display controller)(?: \[\w+\])?:\s+(?!NVIDIA)(\S.{0,120}?)(?: \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\])?"
-                            r"(?: \(rev \w+\))?(?: \(prog-if.*)?\s*$")
+# A display controller in lspci's list, then what follows its class: NVIDIA's ("NVIDIA Corporation
+# GA102 [GeForce RTX 3090]") or another vendor's (its name without the ids, revision and prog-if)
+_PCI_DISPLAY = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+(?:VGA compatible controller|3D controller|"
+                          r"Display controller)(?: \[\w+\])?:\s+(.*)$")
+_NVIDIA_DEVICE = re.compile(r"^NVIDIA Corporation\s+(.*)$")
+_OTHER_DEVICE = re.compile(r"^(?!NVIDIA)(\S.{0,120}?)(?: \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\])?(?: \(rev \w+\))?(?: \(prog-if.*)?\s*$")
 _DOCKER = re.compile(r"^\s*`?(?:[\w@:~/.()-]*[$#>]\s*)?(?:sudo\s+(?:-E\s+)?)?(docker|podman|nvidia-docker)\s+"
                      r"(?:container\s+)?run\b")
 _GPUS_ASKED = re.compile(r"--gpus\b|--runtime[= ]nvidia|--device[= ]\S*(?:nvidia\.com/gpu|/dev/nvidia)|"
@@ -57,13 +58,8 @@ def read(found: Found) -> None:
         line = found.lines[i]
         if "NVRM" in line or "nouveau" in line or "nvidia" in line or "NVIDIA" in line or "Nvidia" in line:
             _kernel(found, i, line)
-        if "NVIDIA Corporation" in line or "Kernel driver in use" in line:
+        if "controller" in line or "Kernel driver in use" in line:
             _lspci(found, i, line)
-        elif "controller" in line:
-            other = _OTHER_DISPLAY.match(line)
-            if other:
-                found.block("lspci", i, i)
-                found.fact("pci_display_other", other.group(1), i, "lspci")
         if "modprobe" in line or "DKMS" in line or "dkms" in line or "SecureBoot" in line or "Key was rejected" in line:
             _modules(found, i, line)
         if "daemon-reload" in line and re.search(r"systemctl\s+(?:--\S+\s+)*daemon-reload", line):
@@ -122,10 +118,16 @@ def _kernel(found: Found, i: int, line: str) -> None:
 
 
 def _lspci(found: Found, i: int, line: str) -> None:
-    m = _LSPCI.match(line)
+    display = _PCI_DISPLAY.match(line)
+    m = _NVIDIA_DEVICE.match(display.group(1)) if display else None
+    other = _OTHER_DEVICE.match(display.group(1)) if display and not m else None
+    if other:
+        found.block("lspci", i, i)
+        found.fact("pci_display_other", other.group(1), i, "lspci")
+        return
     if m:
         found.block("lspci", i, i)
-        rest = m.group(2)
+        rest = m.group(1)
         bracket = re.findall(r"\[([^\]]+)\]", rest)
         ids = [b for b in bracket if re.fullmatch(r"10de:[0-9a-fA-F]{4}", b)]
         names = [b for b in bracket if b not in ids]
