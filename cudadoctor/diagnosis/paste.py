@@ -132,8 +132,8 @@ _DEVICE_NAMES = re.compile(r"torch\.cuda\.\w+Tensor|\bcuda:\d+|device=?'?cuda'?|
 def _program_failure(intake: Intake) -> List[RankedCause]:
     """A text whose error names nothing of the GPU stack and matches no signature: the failure
     looks like the program's (or a library's) own; said as possible, never as what holds."""
-    exception = intake.chosen().get("exception")
-    crash = intake.chosen().get("crash")
+    chosen = intake.chosen()
+    exception, crash = chosen.get("exception"), chosen.get("crash")
     if exception is None and crash is not None:
         return [RankedCause(C.OTHER, "possible", f"the process crashed ({crash.value}) and no known GPU error is in the "
                             "text: a native crash in the program or one of its extensions (its data, a bad pointer), "
@@ -191,12 +191,14 @@ def _context(intake: Intake, e: Explanation, matrix: Optional[Matrix] = None
     # NVML denied access: the device nodes are there (the runtime hook or a default runtime gave
     # them), so a docker run line without --gpus does not show a container without the GPU
     denied = nvml is not None and nvml.value == "NVML_ERROR_NO_PERMISSION"
-    if docker is not None and docker.value is False and access and not denied:
-        out.append((C.CONTAINER_NO_GPU, "holds", "the container was started without GPUs (no --gpus, "
-                    "--runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
-    elif docker is not None and docker.value is False and not e.matches and _GPU_IMAGE.search(docker.text):
-        out.append((C.CONTAINER_NO_GPU, "likely", "the container of an image made for GPUs was started without them "
-                    "(no --gpus, --runtime=nvidia or CDI device on its docker run line)", docker.line, "docker-run"))
+    if docker is not None and docker.value is False:
+        unasked = "(no --gpus, --runtime=nvidia or CDI device on its docker run line)"
+        if access and not denied:
+            out.append((C.CONTAINER_NO_GPU, "holds", f"the container was started without GPUs {unasked}",
+                        docker.line, "docker-run"))
+        elif not e.matches and _GPU_IMAGE.search(docker.text):
+            out.append((C.CONTAINER_NO_GPU, "likely", f"the container of an image made for GPUs was started without "
+                        f"them {unasked}", docker.line, "docker-run"))
     reload = chosen.get("daemon_reload")
     if reload is not None and (access or (nvml is not None and nvml.value == "NVML_ERROR_UNKNOWN")):
         out.append((C.CONTAINER_NO_GPU, "holds", "`systemctl daemon-reload` on a host whose containers use the "
