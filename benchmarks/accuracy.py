@@ -277,10 +277,35 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"  PROVOKED {slug}: {o['category']} <- {o['ranked']}")
         for line in result["wrong_facts"]:
             print(f"  FACT {line}")
+    clashes = fix_conflicts()
+    print("diagnoses whose fixes conflict: " + ", ".join(f"{k} {len(v)}" for k, v in clashes.items()))
+    if args.cases:
+        for slug in clashes["dev"] + clashes["provoked"]:
+            print(f"  CONFLICT {slug}")
     missed = misses(result)
     for line in missed:
         print(f"missed: {line}")
     return 1 if missed else 0
+
+
+def fix_conflicts() -> Dict[str, List[str]]:
+    """Per split (and the provoked set), the cases whose diagnosis carries two findings with
+    conflicting fixes (checks/reconcile.py's definition: two torch builds, driver branches or
+    toolkits with no choice in common). Validation's cases are counted, never named."""
+    from cudadoctor.api import diagnose_text
+    from cudadoctor.checks.reconcile import conflicts, intents
+
+    out: Dict[str, List[str]] = {name: [] for name in SPLITS + ("provoked",)}
+    for kind in ("reports", "healthy", "provoked"):
+        if not os.path.isdir(os.path.join(CORPUS, kind)):
+            continue
+        for slug, case, text in cases(kind):
+            split = "provoked" if kind == "provoked" else split_of(case["url"])
+            wants = [intents(f) for f in diagnose_text(text, name=slug).findings]
+            clash = [c for i, a in enumerate(wants) for b in wants[i + 1:] for c in conflicts(a, b)]
+            if clash:
+                out[split].append(slug if split != "validation" else "")
+    return out
 
 
 def _dev_slugs() -> set:

@@ -2,8 +2,9 @@
 
 A check returns nothing when its facts are healthy or unknown (it never guesses), and findings
 otherwise. :func:`run_checks` runs the table, turns a check that raises into a ``crashed``
-finding instead of aborting, orders the findings so the blocking root cause comes first, and
-marks the findings that follow from another one (``caused_by``).
+finding instead of aborting, orders the findings so the blocking root cause comes first, reconciles the other findings' fixes
+with the root fix (:mod:`.reconcile`), and marks the findings that follow from another one
+(``caused_by``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Iterable, List, Optional, Seq
 from cudadoctor.model import Category, Finding, Severity, Snapshot
 from cudadoctor.checks.base import Check
 from cudadoctor.checks.registry import CHECKS
+from cudadoctor.checks.reconcile import reconcile
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -60,7 +62,7 @@ def run_checks(snapshot: Snapshot, matrix: Matrix, checks: Iterable[Check] = CHE
             ]
         found.extend((check.layer, position, f) for f in results)
     ordered = [f for _, _, f in sorted(found, key=lambda t: (SEVERITY_RANK[t[2].severity], t[0], t[1]))]
-    return tuple(_mark_consequences(ordered))
+    return tuple(_mark_consequences(reconcile(ordered, snapshot)))
 
 
 def _not_applicable(snapshot: Snapshot, matrix: Matrix) -> FrozenSet[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
-from cudadoctor.matrix.archs import PTX_JIT
+from cudadoctor.matrix.archs import PTX_JIT, SASS
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
 from cudadoctor.checks.base import Check, driver_version, os_of, ref
@@ -327,8 +327,10 @@ def _minor_compat(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, ds: Any, dr
             evidence=evidence + [f"gpus[{g.gpu.index}].compute_capability" for g in ptx],
             source=_sources(ds) + list(alt_source) + list(lists.source if lists else ()),
         )
-    sass = (" Every GPU has SASS in this build, so its own kernels load without JIT." if lists is not None and facts
-            else "")
+    # only a positive fact: every GPU's kind is SASS (a GPU the build has no code for is
+    # arch-unsupported's story, not "loads without JIT")
+    sass = (" Every GPU has SASS in this build, so its own kernels load without JIT."
+            if lists is not None and facts and all(support(lists, g)[0] == SASS for g in facts) else "")
     return finding(
         "driver-minor-version-compat", W, Category.DRIVER_TOO_OLD,
         f"{label(b)} runs on driver {driver} only through CUDA minor-version compatibility",

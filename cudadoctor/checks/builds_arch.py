@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 from cudadoctor.matrix.archs import PTX_JIT, SASS, UNSUPPORTED, support_of
 from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
-from cudadoctor.checks.base import gpus, ref
+from cudadoctor.checks.base import driver_version, gpus, os_of, ref
 from cudadoctor.checks.builds_facts import (
     ArchLists,
     GpuFact,
@@ -111,19 +111,29 @@ def _by_lists(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, lists: ArchList
 
 
 def _which_torch_builds(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, bad: Sequence[GpuFact]) -> str:
-    """' Builds with SASS for sm_120 exist from torch 2.7.0+cu128.' / ' The newest ... is 2.14.1+cu126.'"""
+    """' torch builds with SASS for sm_120 exist from 2.7.0+cu128.' / ' The newest ... that driver
+    570.124.06 runs is 2.11.0+cu128.' The newest named is one this driver runs (natively, or through
+    minor-version compatibility: SASS needs no JIT), never merely the newest that exists."""
     out = []
     platform = wheel_platform(snap)
+    driver, os_name = driver_version(snap), os_of(snap)
     for g in {g.sm: g for g in bad}.values():
         # matrix.pytorch.releases_with_arch, SASS only (its rule, without a release lookup per variant)
-        sass = [f"{rel.version}+{var.name}" for rel in matrix.pytorch.releases for var in rel.variants
+        sass = [(rel.version, var) for rel in matrix.pytorch.releases for var in rel.variants
                 if platform in var.platforms and _sass(var.arch_lists(platform), g.cc_tuple)]
+        names = [f"{v}+{var.name}" for v, var in sass]
+        runs = [f"{v}+{var.name}" for v, var in sass if driver and var.cuda
+                and matrix.cuda.driver_support(driver, var.cuda, os_name).kind in ("native", "minor_compat")]
         if not sass:
             out.append(f" No torch release has SASS for {g.sm}.")
-        elif vkey(build_version(b) or "") < vkey(sass[0]):
-            out.append(f" torch builds with SASS for {g.sm} exist from {sass[0]}.")
+        elif vkey(build_version(b) or "") < vkey(sass[0][0]):
+            out.append(f" torch builds with SASS for {g.sm} exist from {names[0]}.")
+        elif not driver:
+            out.append(f" The newest torch build with SASS for {g.sm} is {names[-1]}.")
+        elif runs:
+            out.append(f" The newest torch build with SASS for {g.sm} that driver {driver} runs is {runs[-1]}.")
         else:
-            out.append(f" The newest torch build with SASS for {g.sm} is {sass[-1]}.")
+            out.append(f" Driver {driver} runs no torch build with SASS for {g.sm} (the newest is {names[-1]}).")
     return "".join(out)
 
 
