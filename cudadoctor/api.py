@@ -30,7 +30,7 @@ __all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "explain",
 # What a snapshot-like argument may be: a Snapshot, a Report, a dict (a snapshot or report JSON
 # document as loaded, or the facts of docs/facts.md), or the path of such a JSON file.
 SnapshotLike = Union[Snapshot, Report, Mapping[str, Any], str, "os.PathLike[str]"]
-TARGET_KEYS = ("driver", "gpus", "ccs", "python", "os", "platform", "gpu")
+TARGET_KEYS = ("driver", "gpus", "ccs", "python", "os", "platform", "gpu", "jetpack", "l4t")
 _PYTHON_VERSION = re.compile(r"^\s*\d+\.\d+t?\s*$")
 _INSTALL_PROBES = ("host", "python", "driver", "gpus", "packages", "frameworks", "jetson")
 
@@ -424,14 +424,15 @@ def _install_target(matrix: Matrix, target: Union[None, Mapping[str, Any], "Targ
             raise CudadoctorError(f"target: unknown key {unknown[0]!r}", hint=f"keys: {', '.join(TARGET_KEYS)}")
         if python is not None:
             raise CudadoctorError("a described target takes its Python as target['python'] ('3.11')")
-        strings = {k: target.get(k) for k in ("driver", "python", "os", "platform")}
+        strings = {k: target.get(k) for k in ("driver", "python", "os", "platform", "jetpack", "l4t")}
         bad = [k for k, v in strings.items() if v is not None and not isinstance(v, str)]
         if bad:
             raise CudadoctorError(f"target[{bad[0]!r}]: expected a string")
         if strings["os"] is not None and strings["os"] not in OSES:
             raise CudadoctorError(f"target['os'] {strings['os']!r}: not one of {', '.join(OSES)}")
         return described(matrix, strings["driver"], _strings(target, "gpus"), _strings(target, "ccs"),
-                         strings["python"], strings["os"], strings["platform"], bool(target.get("gpu", False)))
+                         strings["python"], strings["os"], strings["platform"], bool(target.get("gpu", False)),
+                         strings["jetpack"], strings["l4t"])
     if target is not None:
         raise CudadoctorError(f"target: give None (this machine), a dict or a Target, not {type(target).__name__}")
     return machine_target(matrix, python, timeout, host)

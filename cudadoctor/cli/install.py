@@ -33,6 +33,8 @@ if TYPE_CHECKING:
               help="The Python version to plan for (or an interpreter whose environment is the target).")
 @click.option("--os", "os_name", type=click.Choice(OSES), help="...running this OS (wsl2: Linux wheels, Windows driver).")
 @click.option("--platform", type=click.Choice(PLATFORMS), help="...with this wheel platform.")
+@click.option("--jetpack", metavar="X.Y", help="...an NVIDIA Jetson with this JetPack release (6.2).")
+@click.option("--l4t", metavar="X.Y.Z", help="...an NVIDIA Jetson with this Jetson Linux release (36.4.3).")
 @click.option("--cuda", metavar="X.Y", help="Keep to builds of this CUDA (12.6, or a major: 12).")
 @click.option("--index-url", "index_url", metavar="URL", help="A mirror of the plan's index (its variant path is kept).")
 @click.option("--verify", is_flag=True, help="Check that the index serves the wheels before printing (network).")
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 @click.option("--machine", type=click.Path(file_okay=False), hidden=True, help="Replay a recorded machine folder.")
 def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional[str], driver: Optional[str],
             gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str], os_name: Optional[str],
-            platform: Optional[str], cuda: Optional[str], index_url: Optional[str], verify: bool, timeout: float,
+            platform: Optional[str], jetpack: Optional[str], l4t: Optional[str], cuda: Optional[str], index_url: Optional[str], verify: bool, timeout: float,
             as_json: bool, machine: Optional[str]) -> int:
     """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu: the exact pins, the
     index or channel, and why; for this machine or a described one."""
@@ -53,7 +55,7 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
     matrix = default_matrix()
     if index_url is not None and not re.match(r"^(https?|file)://\S+$", index_url):
         raise CudadoctorError(f"--index-url {index_url}: not an http(s) URL")
-    target, where = _target(matrix, driver, gpus, ccs, python, os_name, platform, timeout, machine)
+    target, where = _target(matrix, driver, gpus, ccs, python, os_name, platform, timeout, machine, jetpack, l4t)
     result = plan_install(matrix, target, packages, manager, version, cuda, index_url)
     checked = _verify(matrix, result, timeout) if verify else None
     (print_json if as_json else print_text)(result, where, checked, matrix.data_version)
@@ -63,16 +65,18 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
 
 
 def _target(matrix: Matrix, driver: Optional[str], gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str],
-            os_name: Optional[str], platform: Optional[str], timeout: float, machine: Optional[str]) -> Tuple[Any, str]:
+            os_name: Optional[str], platform: Optional[str], timeout: float, machine: Optional[str],
+            jetpack: Optional[str] = None, l4t: Optional[str] = None) -> Tuple[Any, str]:
     from cudadoctor.planner.target import described
 
     from cudadoctor.api import looks_like_path, machine_target
     from cudadoctor.host.recorded import replay
 
-    if driver or gpus or ccs or os_name or platform:
+    if driver or gpus or ccs or os_name or platform or jetpack or l4t:
         if python and looks_like_path(python):
             raise CudadoctorError("--python PATH inspects this machine; a described machine takes --python X.Y")
-        return described(matrix, driver, gpus, ccs, python, os_name, platform), "the described machine"
+        return (described(matrix, driver, gpus, ccs, python, os_name, platform, jetpack=jetpack, l4t=l4t),
+                "the described machine")
     return machine_target(matrix, python, timeout, replay(machine), "--python "), "this machine"
 
 

@@ -27,6 +27,7 @@ class JetsonRelease:
     cudnn: Optional[str]
     tensorrt: Optional[str]
     driver_cuda: str  # the newest CUDA the BSP's driver runs (nvidia-smi's "CUDA Version")
+    python: str  # the Python ("3.10") the JetPack's wheels are built for
     socs: Tuple[str, ...]
     sbsa: Optional[bool]  # desktop Linux aarch64 (SBSA) CUDA wheels run here; None: unknown
     wheel_index: Optional[str]  # where torch wheels for this JetPack come from
@@ -34,6 +35,7 @@ class JetsonRelease:
     source: str
     confidence: str
     note: Optional[str] = None
+    torch_wheel: Optional[str] = None  # a torch wheel file, where no pip index serves this JetPack
 
     def jetpack(self, l4t: str) -> Optional[str]:
         return next((jp for rel, jp in self.releases if rel == l4t), None)
@@ -91,6 +93,17 @@ class JetsonData:
         base = self.match(older[-1])
         return JetsonMatch(base.release, l4t, base.jetpack, assumed_from=older[-1]) if base else None
 
+    def by_jetpack(self, jetpack: str) -> Optional[JetsonMatch]:
+        """The newest L4T release of a JetPack ('6.2'; '6' for the newest 6.x); None: unknown."""
+        key = vkey(jetpack)
+        pairs = [(vkey(l4t), l4t, jp, r) for r in self.releases for l4t, jp in r.releases]
+        found = [p for p in pairs if key and vkey(p[2]) == key] or \
+                [p for p in pairs if key and vkey(p[2])[:len(key)] == key]
+        if not found:
+            return None
+        _, l4t, jp, r = max(found, key=lambda t: t[0])
+        return JetsonMatch(r, l4t, jp)
+
     def soc(self, name: Optional[str]) -> Optional[JetsonSoc]:
         return next((s for s in self.socs if s.soc == name), None) if name else None
 
@@ -107,8 +120,9 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> JetsonData:
     releases = tuple(
         JetsonRelease(
             releases=tuple((p["l4t"], p["jetpack"]) for p in r["releases"]), ubuntu=r["ubuntu"], cuda=r["cuda"],
-            cudnn=r["cudnn"], tensorrt=r["tensorrt"], driver_cuda=r["driver_cuda"], socs=strs(r["socs"]),
-            sbsa=r["sbsa"], wheel_index=r["wheel_index"], wheels=r["wheels"], **prov(r),
+            cudnn=r["cudnn"], tensorrt=r["tensorrt"], driver_cuda=r["driver_cuda"], python=r["python"],
+            socs=strs(r["socs"]), sbsa=r["sbsa"], wheel_index=r["wheel_index"], wheels=r["wheels"],
+            torch_wheel=r.get("torch_wheel"), **prov(r),
         )
         for r in doc["records"]
     )

@@ -19,7 +19,7 @@ from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.versions import major
 from cudadoctor.planner.torch import COMPANIONS, Reason, TorchPlan, plan_torch
 from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framework
-from cudadoctor.planner.jetson import jetson_cuda, jetson_target, jetson_torch
+from cudadoctor.planner.jetson import jetson_cuda, jetson_other, jetson_target, jetson_torch, jetson_unknown
 from cudadoctor.planner.managers import MANAGERS, Steps, render
 from cudadoctor.planner.plan import NoFit, PackagePlan, Result, from_no_plan, from_torch, with_reason
 from cudadoctor.planner.target import Installed, Target, with_gpu_build
@@ -116,9 +116,16 @@ def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manage
 def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...], version: Optional[str],
               cuda: Optional[str], manager: str, index_url: Optional[str], stack: _Stack) -> PackageResult:
     prefer = stack.major if stack.major is not None else _stack_major(target, name)
-    jetson = jetson_torch(matrix, target, members) if name == "torch" else None
-    if jetson is not None:
+    jetson = jetson_unknown(matrix, target, name) or (
+        jetson_torch(matrix, target, members) if name == "torch" else jetson_other(matrix, target, name))
+    if isinstance(jetson, NoFit):
         return PackageResult(name, members, None, jetson)
+    if jetson is not None:
+        if manager not in ("pip", "uv"):
+            return PackageResult(name, members, None, NoFit(name, jetson.reasons + (Reason(
+                f"conda-forge's aarch64 CUDA builds are for SBSA servers: on this Jetson install with pip or uv "
+                f"(--manager pip: {render(matrix, jetson, 'pip').commands[-1]})"),)))
+        return PackageResult(name, members, jetson, None, None, (), render(matrix, jetson, manager, (), index_url))
     if name == "torch":
         result, gpu = _torch(matrix, target, members, _torch_version(matrix, members, version), cuda)
     else:
@@ -126,6 +133,8 @@ def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...
         gpu = _gpu_build(matrix, target, name, result, version, cuda, prefer)
     if not isinstance(result, PackagePlan):
         return PackageResult(name, members, None, result, gpu)
+    if target.jetson_l4t:
+        result = _jetson_driver(matrix, target, result)
     if name == "torch":
         stack.torch = result
     elif stack.torch is not None:
@@ -140,6 +149,18 @@ def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...
         result = with_reason(result, Reason(f"uninstalled first: {why}"))
     remove = tuple(i for i, _ in removal)
     return PackageResult(name, members, result, None, gpu, remove, render(matrix, result, manager, remove, index_url))
+
+
+def _jetson_driver(matrix: Matrix, target: Target, plan: PackagePlan) -> PackagePlan:
+    """On a Jetson the driver is Jetson Linux's: its CUDA, not a desktop driver minimum."""
+    match = matrix.jetson.match(target.jetson_l4t or "")
+    if match is None:
+        return plan
+    text = (f"the driver is part of Jetson Linux {match.l4t} (JetPack {match.jetpack}) and runs CUDA up to "
+            f"{match.release.driver_cuda}; desktop driver minimums do not apply")
+    reasons = tuple(Reason(text, (f"jetson.json#{match.l4t}", "jetson.json#driver_in_bsp"))
+                    if r.text.startswith("the driver is unknown") else r for r in plan.reasons)
+    return replace(plan, reasons=reasons)
 
 
 def _check_version(matrix: Matrix, requests: Sequence[Tuple[str, Tuple[str, ...]]], version: Optional[str]) -> None:

@@ -29,16 +29,21 @@ class Pin:
     names the release series only (``exact`` False)."""
 
     name: str
-    version: str
+    version: str  # "": any version the index serves (a Jetson index that keeps one or two)
     exact: bool = True
     extras: Tuple[str, ...] = ()
+    url: Optional[str] = None  # a wheel file, where no index serves the build
 
     @property
     def spec(self) -> str:
+        if not self.version:
+            return ""
         return f"=={self.version}" if self.exact else f"=={self.version}.*"
 
     @property
     def requirement(self) -> str:
+        if self.url:
+            return self.url
         extras = f"[{','.join(self.extras)}]" if self.extras else ""
         return f"{self.name}{extras}{self.spec}"
 

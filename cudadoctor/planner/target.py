@@ -63,6 +63,7 @@ class Target:
     installed: Tuple[Installed, ...] = ()
     notes: Tuple[str, ...] = ()  # what the plan assumes about the machine
     jetson_l4t: Optional[str] = None  # a Jetson's Jetson Linux release (planner/jetson.py)
+    jetson_family: Optional[str] = None  # a described Jetson GPU ("Jetson Orin"), its JetPack given or not
 
     @property
     def driver_os(self) -> str:
@@ -81,9 +82,8 @@ class Target:
         """'linux-x86_64 (WSL2) · Python 3.11 · driver 566.36 · GPUs sm_89 · conda env'."""
         parts = [self.platform + (" (WSL2)" if self.wsl else "")]
         parts.append(f"Python {self.python}" if self.python else "Python unknown")
-        parts.append(f"driver {self.driver}" if self.driver else ("driver unknown" if self.described
-                                                                   else f"the driver of Jetson Linux {self.jetson_l4t}"
-                                                                   if self.jetson_l4t else "no NVIDIA driver"))
+        parts.append(f"driver {self.driver}" if self.driver else f"the driver of Jetson Linux {self.jetson_l4t}"
+                     if self.jetson_l4t else "driver unknown" if self.described else "no NVIDIA driver")
         if self.compute_capabilities:
             parts.append(f"GPU{'s' if len(self.compute_capabilities) > 1 else ''} {self.gpus_text}")
         elif self.gpu_names:
@@ -205,25 +205,32 @@ def _installed(name: str, version: Optional[str], framework: str, build: Optiona
 
 def described(matrix: Matrix, driver: Optional[str] = None, gpus: Sequence[str] = (), ccs: Sequence[str] = (),
               python: Optional[str] = None, os: Optional[str] = None, platform: Optional[str] = None,
-              gpu: bool = False) -> Target:
+              gpu: bool = False, jetpack: Optional[str] = None, l4t: Optional[str] = None) -> Target:
     """A machine given by flags. Facts not given stay unknown; a CUDA build is planned when a
-    driver or a GPU is given (or ``gpu``), a CPU build otherwise. Bad input raises CudadoctorError."""
+    driver or a GPU is given (or ``gpu``), a CPU build otherwise. A Jetson is described by its
+    JetPack (``jetpack`` '6.2') or Jetson Linux release (``l4t`` '36.4.3'): its platform, Python
+    and GPU follow from the release. Bad input raises CudadoctorError."""
     if driver is not None and not _DRIVER.match(driver.strip()):
         raise CudadoctorError(f"--driver {driver}: not an NVIDIA driver version", hint="e.g. --driver 535.104.05")
-    names, caps = [], []
+    names, caps, family = [], [], None
     for name in gpus:
         model = resolve_gpu(matrix, name)
         names.append(model.name)
         caps.append(model.compute_capability)
+        if getattr(model, "segment", None) == "embedded":
+            soc = next((s for s in matrix.jetson.socs if s.compute_capability == model.compute_capability), None)
+            family = soc.family if soc is not None else (model.product or model.name)
     for value in ccs:
         cc = parse_compute_capability(value)
         if cc is None:
             raise CudadoctorError(f"--cc {value}: not a compute capability", hint="e.g. --cc 8.9 or --cc 12.0")
         caps.append(f"{cc[0]}.{cc[1]}")
         names.append(f"compute capability {cc[0]}.{cc[1]}")
+    if jetpack or l4t:
+        return _jetson(matrix, jetpack, l4t, driver, names, caps, python, os, platform)
     wsl = os == "wsl2"
     system = "linux" if wsl else (os or (platform.split("-")[0] if platform else "linux"))
-    plat = platform or ("windows-x86_64" if system == "windows" else "linux-x86_64")
+    plat = platform or ("windows-x86_64" if system == "windows" else "linux-aarch64" if family else "linux-x86_64")
     if plat not in PLATFORMS or plat.split("-")[0] != system:
         raise CudadoctorError(f"--platform {plat} does not go with --os {os or system}",
                               hint=f"platforms: {', '.join(PLATFORMS)}")
@@ -231,7 +238,41 @@ def described(matrix: Matrix, driver: Optional[str] = None, gpus: Sequence[str] 
     return Target(
         described=True, os=system, platform=plat, wsl=wsl, driver=driver.strip() if driver else None,
         python=check_python(python), compute_capabilities=tuple(dict.fromkeys(caps)), gpu_names=tuple(names),
-        gpu_build=wanted, cpu_because="" if wanted else "no GPU or driver was described",
+        gpu_build=wanted, cpu_because="" if wanted else "no GPU or driver was described", jetson_family=family,
+    )
+
+
+def _jetson(matrix: Matrix, jetpack: Optional[str], l4t: Optional[str], driver: Optional[str], names: List[str],
+            caps: List[str], python: Optional[str], os: Optional[str], platform: Optional[str]) -> Target:
+    """A Jetson given by its JetPack or Jetson Linux release."""
+    known = ", ".join(dict.fromkeys(jp for r in matrix.jetson.releases for _, jp in r.releases))
+    by_jp = matrix.jetson.by_jetpack(jetpack.strip()) if jetpack else None
+    if jetpack and by_jp is None:
+        raise CudadoctorError(f"--jetpack {jetpack}: not a JetPack release in compat_data", hint=f"known: {known}")
+    by_l4t = matrix.jetson.match(l4t.strip()) if l4t else None
+    if l4t and by_l4t is None:
+        raise CudadoctorError(f"--l4t {l4t}: not a Jetson Linux release in compat_data",
+                              hint=f"known: {', '.join(matrix.jetson.l4t_releases())}")
+    if by_jp is not None and by_l4t is not None and by_l4t.jetpack != by_jp.jetpack \
+            and not (by_l4t.jetpack or "").startswith(jetpack.strip() + "." if jetpack else "-"):
+        raise CudadoctorError(f"--l4t {l4t} is JetPack {by_l4t.jetpack}, not {jetpack}", hint="give one of them")
+    match = by_l4t or by_jp
+    assert match is not None
+    if driver:
+        raise CudadoctorError("--driver does not describe a Jetson: its driver is part of Jetson Linux",
+                              hint="give --jetpack or --l4t alone")
+    if (os and os != "linux") or (platform and platform != "linux-aarch64"):
+        raise CudadoctorError(f"a Jetson runs Linux on aarch64, not {platform or os}", hint="leave out --os/--platform")
+    r = match.release
+    socs = [s for s in matrix.jetson.socs if s.soc in r.socs]
+    if not caps and len(socs) == 1:
+        caps, names = [socs[0].compute_capability], [socs[0].family]
+    family = socs[0].family if len(socs) == 1 else " or ".join(s.family for s in socs)
+    note = f"Jetson: JetPack {match.jetpack} (Jetson Linux {match.l4t}), Ubuntu {r.ubuntu}, driver CUDA {r.driver_cuda}"
+    return Target(
+        described=True, os="linux", platform="linux-aarch64", wsl=False, driver=None,
+        python=check_python(python) or r.python, compute_capabilities=tuple(dict.fromkeys(caps)),
+        gpu_names=tuple(names), gpu_build=True, notes=(note,), jetson_l4t=match.l4t, jetson_family=family,
     )
 
 
