@@ -18,6 +18,7 @@ from cudadoctor.record import frozen
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.matrix.versions import major
 from cudadoctor.planner.torch import COMPANIONS, Reason, TorchPlan, plan_torch
+from cudadoctor.planner.addons import ADDONS, plan_addon
 from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framework
 from cudadoctor.planner.jetson import jetson_cuda, jetson_other, jetson_target, jetson_torch, jetson_unknown
 from cudadoctor.planner.managers import MANAGERS, Steps, render
@@ -28,9 +29,10 @@ if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
 
 TORCH_FAMILY = ("torch",) + COMPANIONS
-PACKAGES = TORCH_FAMILY + FRAMEWORKS
+PACKAGES = TORCH_FAMILY + FRAMEWORKS + ADDONS
 _TABLES = {"torch": "pytorch", "tensorflow": "tensorflow", "jax": "jax", "cupy": "cupy", "onnxruntime-gpu": "onnxruntime"}
-ALIASES = {"pytorch": "torch", "onnxruntime": "onnxruntime-gpu", "jaxlib": "jax", "tensorflow-gpu": "tensorflow"}
+ALIASES = {"pytorch": "torch", "onnxruntime": "onnxruntime-gpu", "jaxlib": "jax", "tensorflow-gpu": "tensorflow",
+           "flash_attn": "flash-attn", "flash-attention": "flash-attn", "pytorch-triton": "triton"}
 
 
 @frozen
@@ -126,7 +128,12 @@ def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...
                 f"conda-forge's aarch64 CUDA builds are for SBSA servers: on this Jetson install with pip or uv "
                 f"(--manager pip: {render(matrix, jetson, 'pip').commands[-1]})"),)))
         return PackageResult(name, members, jetson, None, None, (), render(matrix, jetson, manager, (), index_url))
-    if name == "torch":
+    if name in ADDONS:
+        result, gpu = plan_addon(matrix, name, target, version), None
+        if isinstance(result, PackagePlan) and manager not in ("pip", "uv"):
+            result = NoFit(name, result.reasons + (Reason(f"the plan installs from PyPI: use --manager pip or uv "
+                                                          f"(cudadoctor plans {name} with {manager} only through pip)"),))
+    elif name == "torch":
         result, gpu = _torch(matrix, target, members, _torch_version(matrix, members, version), cuda)
     else:
         result = plan_framework(matrix, name, target, version, cuda, prefer)
@@ -169,6 +176,8 @@ def _check_version(matrix: Matrix, requests: Sequence[Tuple[str, Tuple[str, ...]
     if len(requests) > 1:
         raise CudadoctorError("--version names the release of one framework", hint="plan them one at a time")
     name, members = requests[0]
+    if name in ADDONS:
+        return
     named = (_torch_version(matrix, members, version) or version) if name == "torch" else version
     if not known_version(matrix, name, named):
         raise CudadoctorError(f"--version {version}: compat_data knows no such release of {name}",
