@@ -479,8 +479,11 @@ def test_driver_too_old_for_a_blackwell_card() -> None:
     assert "blackwell (compute capability 12.0)" in f.why
     assert f"the first driver branch that supports blackwell is {blackwell.first_driver_branch}" in f.why
     assert "535.104.05 is R535" in f.why
-    assert fix_text(f) == f"Install a driver of branch {blackwell.first_driver_branch} or newer."
-    assert f.source == ("architectures.json#blackwell",)
+    assert fix_text(f).startswith(f"Upgrade the NVIDIA driver to branch {blackwell.first_driver_branch} or newer")
+    assert "open kernel modules (Blackwell GPUs run only on them)" in fix_text(f)
+    assert f.fix is not None and f.fix.commands[0].run.startswith("sudo apt install nvidia-driver-580-open")
+    assert f.source == ("architectures.json#blackwell", "driver_branches.json#R570", "driver_branches.json#R580",
+                        "driver_packages.json")
 
 
 def test_driver_dropped_a_pascal_card() -> None:

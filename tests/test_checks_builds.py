@@ -70,7 +70,8 @@ def test_the_laptop_driver_is_too_old_for_its_torch(m: Matrix, load_machine: Loa
                             "this driver is 470.82.01 (CUDA 11.4).")
     assert "550.54.14" in f.why and "found version 11040" in f.why
     assert f.fix is not None and "Upgrade the NVIDIA driver to 550.54.14 or newer" in f.fix.text
-    assert commands(f)[0].startswith("sudo apt install nvidia-driver-550")
+    assert "install branch R580" in f.fix.text
+    assert commands(f)[0].startswith("sudo apt install nvidia-driver-580-open")
     assert commands(f)[1].startswith("pip uninstall -y torch torchvision torchaudio")
     assert commands(f)[2] == ("pip install torch==2.5.1 torchvision==0.20.1 torchaudio==2.5.1 "
                               "--index-url https://download.pytorch.org/whl/cu118")
@@ -125,7 +126,12 @@ def test_minor_version_compat_with_sass_is_a_warning(m: Matrix) -> None:
     assert (f.severity, f.category) == (W, Category.DRIVER_TOO_OLD)
     assert "own minimum driver is 550.54.14" in f.why and ">= 525.60.13" in f.why
     assert "Every GPU has SASS" in f.why and "cudaErrorCallRequiresNewerDriver" in f.why
-    assert commands(f) == ["sudo apt install nvidia-driver-550    # Ubuntu; then reboot"]
+    # R550 is past its end of life in the data: the oldest supported production/LTS branch at or
+    # above it, with Ada's default modules (open from R560), on Ubuntu and the RHEL family
+    assert "install branch R580 (a long-term-support branch" in (f.fix.text if f.fix else "")
+    assert commands(f) == ["sudo apt install nvidia-driver-580-open    # Ubuntu; then reboot",
+                           "sudo dnf module enable nvidia-driver:580-open",
+                           "sudo dnf install nvidia-open    # RHEL/Rocky/Alma; then reboot"]
 
 
 def test_minor_version_compat_that_needs_ptx_jit_is_an_error(m: Matrix) -> None:

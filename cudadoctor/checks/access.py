@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Tuple
 
 from cudadoctor.model import Category, Finding, LibraryCopy, Severity, Snapshot
+from cudadoctor.checks.driver_fix import upgrade_advice
 from cudadoctor.checks.base import Check, driver_version, finding, gpus, ref
 from cudadoctor.diagnosis.causes import HIDE_ALL as HIDE_ALL  # the values that hide every GPU
 
@@ -345,24 +346,40 @@ def check_driver_for_gpu(snap: Snapshot, matrix: Matrix) -> List[Finding]:
         which = f"{len(indexes)} × {name}" if len(indexes) > 1 else name
         evidence = ["driver.driver_version"] + [f"gpus[{i}].compute_capability" for i in indexes]
         if kind == "driver_too_old_for_gpu":
+            ccs = [g.compute_capability or "" for g in gpus(snap) if g.compute_capability]
+            advice = upgrade_advice(snap, matrix, support.first_branch, ccs or [cc])
             out.append(finding(
                 "driver-too-old-for-gpu", E, Category.DRIVER_TOO_OLD,
                 f"driver {driver} is too old for {which}",
                 why=f"{name} is {arch} (compute capability {cc}); the first driver branch that supports "
                     f"{arch} is {support.first_branch}, and {driver} is {support.driver_branch}.",
-                fix=f"Install a driver of branch {support.first_branch} or newer.",
-                evidence=evidence, source=[ref("architectures.json", arch)],
+                fix=advice.text, commands=advice.commands,
+                evidence=evidence, source=list(dict.fromkeys([ref("architectures.json", arch)] + list(advice.source))),
             ))
         else:
+            legacy = _legacy(snap, matrix, support, cc)
             out.append(finding(
                 "driver-dropped-gpu", E, Category.ARCH_UNSUPPORTED,
                 f"driver {driver} no longer supports {which}",
                 why=f"{name} is {arch} (compute capability {cc}); NVIDIA's last driver branch for {arch} is "
                     f"{support.last_branch}, and {driver} is {support.driver_branch}.",
-                fix=f"Install a driver of branch {support.last_branch} (the legacy branch for this GPU).",
+                fix=f"Install a driver of branch {support.last_branch} (the legacy branch for this GPU)"
+                    + (f", with the proprietary kernel modules ({arch.capitalize()} GPUs cannot use the open ones)."
+                       if legacy and legacy.commands else "."),
+                commands=legacy.commands if legacy else (),
                 evidence=evidence, source=[ref("architectures.json", arch)],
             ))
     return out
+
+
+def _legacy(snap: Snapshot, matrix: Matrix, support: Any, cc: str) -> Any:
+    """The packages of a GPU's last branch (its modules, the distribution's names), when it is a
+    branch the data knows how to install."""
+    last = support.last_branch
+    if not last or support.architecture is None or support.architecture.supports_open_kernel_modules is not False:
+        return None
+    advice = upgrade_advice(snap, matrix, last, [cc])
+    return advice if advice.branch == last else None
 
 
 def check_mig(snap: Snapshot, matrix: Matrix) -> List[Finding]:

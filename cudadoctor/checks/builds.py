@@ -14,6 +14,7 @@ from cudadoctor.matrix.archs import PTX_JIT, SASS
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
 from cudadoctor.checks.base import Check, driver_version, os_of, ref
+from cudadoctor.checks.driver_fix import upgrade_advice
 from cudadoctor.checks.builds_arch import check_arch, check_companions, check_python, check_tf_windows
 from cudadoctor.checks.builds_facts import (
     RUNTIME_FRAMEWORKS,
@@ -264,21 +265,11 @@ def _forward_compat(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, ds: Any, 
 
 
 def _upgrade(snap: Snapshot, matrix: Matrix, target: Optional[str], facts: List[GpuFact]) -> Tuple[str, List[str]]:
-    """'Upgrade the driver to X (branch R550) or newer', unless a GPU's last branch is older."""
+    """The driver upgrade to ``target`` or newer: branch, kernel modules and packages (checks/driver_fix.py)."""
     if not target:
         return "", []
-    branch = matrix.cuda.branch_of(target)
-    for g in facts:
-        gs = matrix.gpus.driver_support(g.cc, target)
-        if gs.kind == "driver_dropped_gpu" and gs.architecture is not None:
-            return (f"The driver cannot be upgraded that far: {g.name} ({gs.architecture.name}) is supported up to "
-                    f"driver branch {gs.last_branch} only.", [])
-    where = "on Windows (WSL2 uses the Windows driver)" if os_of(snap) == "windows" else ""
-    text = f"Upgrade the NVIDIA driver {where + ' ' if where else ''}to {target} or newer" \
-           + (f" (branch {branch.branch} or newer)." if branch else ".")
-    if os_of(snap) == "windows" or branch is None:
-        return text, []
-    return text, [f"sudo apt install nvidia-driver-{branch.major}    # Ubuntu; then reboot"]
+    advice = upgrade_advice(snap, matrix, target, [g.cc for g in facts])
+    return advice.text, list(advice.commands)
 
 
 def _alternative(snap: Snapshot, matrix: Matrix, b: FrameworkBuild, facts: List[GpuFact]) -> Tuple[str, List[str], Tuple[str, ...]]:

@@ -18,6 +18,7 @@ from cudadoctor.matrix.load import DataError, Manifest, read_manifest, read_tabl
 if TYPE_CHECKING:
     from cudadoctor.matrix.addons import AddonData
     from cudadoctor.matrix.cuda import CudaData
+    from cudadoctor.matrix.drivers import DriverData
     from cudadoctor.matrix.ecosystem import EcosystemData
     from cudadoctor.matrix.gpus import GpuData
     from cudadoctor.matrix.jetson import JetsonData
@@ -29,7 +30,8 @@ __all__ = ["DataError", "Matrix"]
 
 # Each concern is a module of this package with TABLES (the files it reads), build(docs) -> its
 # typed rows and queries, and invariants(data, matrix) -> problems. Imported when first used.
-CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures", "jetson", "addons")
+CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures", "jetson", "addons",
+                             "drivers")
 
 # The concerns whose invariants have a module of their own (only `cudadoctor data validate` and the
 # tests need them); the others define ``invariants`` beside their rows.
@@ -108,6 +110,10 @@ class Matrix:
     @property
     def addons(self) -> "AddonData":
         return cast("AddonData", self.concern("addons"))
+
+    @property
+    def drivers(self) -> "DriverData":
+        return cast("DriverData", self.concern("drivers"))
 
     # ------------------------------------------------------------------ whole-data operations
 
