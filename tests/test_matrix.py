@@ -89,6 +89,16 @@ def test_cuda_driver_spot_checks() -> None:
     assert cuda.newest_cuda_for_driver("580.159.03") == "13.0"
 
 
+def test_cuda_toolkit_meta_package_versions() -> None:
+    # PyPI's cuda-toolkit re-releases (12.8.2.0, 13.1.2.0, 13.4.3) install an earlier update's components
+    cuda = Matrix(str(DATA)).cuda
+    assert cuda.release_of_pypi("12.8.2.0").cuda == "12.8.1"  # type: ignore[union-attr]
+    assert cuda.release_of_pypi("13.1.2").cuda == "13.1.1"  # type: ignore[union-attr]
+    assert cuda.release_of_pypi("13.4.3").cuda == "13.4.2"  # type: ignore[union-attr]
+    assert cuda.release_of_pypi("13.5.0").cuda == "13.5.0"  # type: ignore[union-attr]
+    assert cuda.release_of_pypi("13.9.9") is None
+
+
 # ---------------------------------------------------------------------------- broken data
 
 

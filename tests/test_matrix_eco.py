@@ -52,6 +52,39 @@ def test_extension_pins(matrix: Matrix) -> None:
     assert a.flash_attn_generation("flash-attn", "2.8.3").min_compute_capability == "8.0"  # type: ignore[union-attr]
     assert a.flash_attn_generation("flash-attn", "1.0.9").min_compute_capability == "7.5"  # type: ignore[union-attr]
     assert a.flash_attn_generation("flash-attn-3", "3.0.0b1").max_compute_capability == "9.0"  # type: ignore[union-attr]
+    fa4 = a.flash_attn_generation("flash-attn-4", "4.0.0b36")
+    assert fa4 is not None and (fa4.min_compute_capability, fa4.max_compute_capability) == ("9.0", "11.0")
+    assert a.xformers_torch("0.0.31.post1").torch == "==2.7.1"  # type: ignore[union-attr]
+    assert a.xformers_torch("0.0.32.post1").torch == "==2.8.0"  # type: ignore[union-attr]
+
+
+def test_a_torch_patch_release_has_its_triton_pin(matrix: Matrix) -> None:
+    pin = matrix.addons.triton_pin("2.14.1+cu130")
+    assert pin is not None and pin.spec == "~=3.8.0" and spec_allows(pin.spec, "3.8.1")
+
+
+def test_vllm_python_range_and_pypi_cuda(matrix: Matrix) -> None:
+    a = matrix.addons
+    assert a.vllm_python("0.32.0") == "<3.15,>=3.11" and a.vllm_python("0.33.0") == "<3.15,>=3.11"
+    assert a.vllm_python("0.31.0") == "<3.15,>=3.10" and a.vllm_python("0.5.4") == ">=3.8"
+    assert a.vllm_supports_python("0.32.0", "3.10") is False and a.vllm_supports_python("0.32.0", "3.14") is True
+    assert a.vllm_supports_python("0.19.1", "3.14") is False  # '<3.14,>=3.10'
+    assert a.vllm_supports_python("9.9.9", "3.12") is None  # a release the data does not know
+    assert all(r.requires_python for r in a.vllm)  # every recorded release has its Requires-Python
+    cuda, cc = a.vllm_pypi_wheel_cuda_major, a.vllm_pypi_wheel_min_compute_capability
+    assert cuda is not None and cuda.value == "13" and cc is not None and cc.value == "7.5"
+
+
+def test_vllm_without_requires_python_still_loads(tmp_path: Path) -> None:
+    # older data (no requires_python): the loader keeps working and says "not recorded"
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    doc = json.loads((data / "vllm.json").read_text(encoding="utf-8"))
+    for r in doc["records"]:
+        r.pop("requires_python", None)
+    (data / "vllm.json").write_text(json.dumps(doc), encoding="utf-8")
+    a = Matrix(str(data)).addons
+    assert a.vllm_torch("0.33.0").torch == "==2.14.0" and a.vllm_python("0.33.0") is None  # type: ignore[union-attr]
 
 
 def test_jetson_match(matrix: Matrix) -> None:

@@ -226,9 +226,23 @@ def test_nccl_release(eco: EcosystemData) -> None:
     rel = eco.nccl_release("2.10.3")
     assert rel is not None and [b.cuda for b in rel.builds] == ["10.2", "11.0", "11.4"]
     assert eco.nccl_release("2.28.9").pip_for(13) == "nvidia-nccl-cu13"  # type: ignore[union-attr]
-    assert eco.nccl_release("2.27.7").pip_for(13) is None  # type: ignore[union-attr]
+    assert eco.nccl_release("2.27.7").pip_for(13) == "nvidia-nccl-cu13"  # type: ignore[union-attr]  # PyPI, 2025-09-23
+    assert eco.nccl_release("2.27.6").pip_for(13) is None  # type: ignore[union-attr]
     assert eco.nccl_release("2.21").version == "2.21.5"  # type: ignore[union-attr]
     assert eco.nccl_release("2.16.5").cuda_majors == (11, 12)  # type: ignore[union-attr]
+    # nvidia-nccl-cu13 2.30.7 is on PyPI (torch 2.14.0-2.15.0 pin it), beside the cuda13.3 redistributable
+    r2307 = eco.nccl_release("2.30.7")
+    assert r2307 is not None and r2307.pip_for(13) == "nvidia-nccl-cu13" and r2307.pip_for(12) == "nvidia-nccl-cu12"
+    assert eco.nccl_release("2.28.3").pip_for(13) == "nvidia-nccl-cu13"  # type: ignore[union-attr]
+
+
+def test_tensorrt_11_python_and_cuda13_names(eco: EcosystemData) -> None:
+    # the cp38 ... cp314 bindings wheels of 11.1.0.106 and 11.4.0.106; tensorrt-cu13 11.4.0.106 on PyPI
+    for version in ("11.1.0", "11.4.0"):
+        rel = eco.trt_requirements(version)
+        assert rel is not None and rel.python == ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")
+    r114 = eco.trt_requirements("11.4.0")
+    assert r114 is not None and r114.pip_for(13)[0] == "tensorrt-cu13" and "tensorrt-cu13-libs" in r114.pip_for(13)
 
 
 # ---------------------------------------------------------------------------- the data as a whole

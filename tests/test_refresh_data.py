@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import refresh_data  # noqa: E402
 
-PACKAGES = ["jax", "onnxruntime-gpu", "nvidia-nccl-cu13", "cuda-toolkit"]  # the recorded subset
+PACKAGES = ["jax", "onnxruntime-gpu", "nvidia-nccl-cu13", "cuda-toolkit", "torch", "vllm"]  # the recorded subset
 
 
 class Replay:
@@ -109,7 +109,8 @@ def test_the_data_lacks_nothing_the_recorded_index_has(replay: Replay, tmp_path:
     # the acceptance of issue 17: today's index (the recorded subset) against today's data
     code, out = _run(replay, tmp_path, capsys, "--check")
     assert code == 0, out
-    assert out.startswith("nothing missing: 4 packages compared")
+    # torch counts twice: its releases in pytorch.json and the triton pin of each in triton.json
+    assert out.startswith("nothing missing: 7 packages compared")
 
 
 def test_check_fails_when_a_release_older_than_the_window_is_missing(replay: Replay, tmp_path: Path,
@@ -184,3 +185,47 @@ def test_an_index_that_does_not_answer_is_one_line_and_exit_2(tmp_path: Path, ca
 def test_the_index_urls_come_from_the_data() -> None:
     pypi, torch = refresh_data.index_urls(str(ROOT / "compat_data"))
     assert pypi == "https://pypi.org/pypi/{project}/json" and torch == "https://download.pytorch.org/whl"
+
+
+def test_a_torch_patch_release_without_its_triton_pin_is_reported(replay: Replay, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    data = _data_without(tmp_path, "triton.json", lambda r: r["torch"] != "2.14.1")
+    code, out = _run(replay, tmp_path, capsys, "--check", data=data, names=["torch"])
+    assert code == 1  # uploaded 2026-09-30, more than 30 days before 2026-11-27
+    assert out.splitlines() == [
+        "STALE triton.json: torch 2.14.1 (release, uploaded 2026-09-30): no triton pin recorded for this torch release"]
+
+
+def test_a_vllm_python_floor_the_record_lacks_or_gets_wrong_is_reported(replay: Replay, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    def edit(r: Dict[str, Any]) -> bool:
+        if r["version"] == "0.32.0":
+            r.pop("requires_python")
+        if r["version"] == "0.33.0":
+            r["requires_python"] = "<3.15,>=3.10"  # the floor before 0.32
+        return True
+    data = _data_without(tmp_path, "vllm.json", edit)
+    code, out = _run(replay, tmp_path, capsys, "--check", data=data, names=["vllm"])
+    assert code == 1
+    assert out.splitlines() == [
+        "STALE vllm.json: vllm 0.32.0 (python, uploaded 2026-10-18): Requires-Python <3.15,>=3.11 on the index; "
+        "the record says nothing (requires_python)",
+        "vllm.json: vllm 0.33.0 (python, uploaded 2026-11-02): Requires-Python <3.15,>=3.11 on the index; "
+        "the record says <3.15,>=3.10 (requires_python)"]
+
+
+def test_a_cuda_toolkit_re_release_is_reported(replay: Replay, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # 13.4.3 re-releases the 13.4 Update 1 meta-package: no new CUDA, but a wheel the data must list
+    def edit(r: Dict[str, Any]) -> bool:
+        if r["cuda"] == "13.4.2":
+            r["pypi"] = ["13.4.2"]
+        return True
+    data = _data_without(tmp_path, "cuda_toolkits.json", edit)
+    code, out = _run(replay, tmp_path, capsys, "--check", "--days", "60", data=data, names=["cuda-toolkit"])
+    assert code == 0  # uploaded 2026-10-14: within 60 days
+    assert out.splitlines() == [
+        "cuda_toolkits.json: cuda-toolkit 13.4.3 (release, uploaded 2026-10-14): no record covers it"]
+    known = refresh_data.Known(json.loads((ROOT / "compat_data" / "cuda_toolkits.json").read_text(encoding="utf-8")),
+                               {"name": "cuda-toolkit", "match": "field", "key": "pypi"})
+    assert known.covers("13.4.1.0") and known.covers("12.8.2.0") and not known.covers("13.6.0")

@@ -10,7 +10,13 @@ and, for torch, PyTorch's wheel index, then prints what the data lacks:
 
 - a release (final, not yanked) newer than the table's oldest record that no record covers;
 - a variant of a torch release (``2.14.0+cu129``) or a platform of one that ``pytorch.json`` lacks;
-- a Python version the wheels of a known release are tagged for (``cp315``) that the record omits.
+- a Python version the wheels of a known release are tagged for (``cp315``) that the record omits;
+- a known release whose Requires-Python (as PyPI serves it) differs from the record's, or that the
+  record lacks (``requires_python`` in refresh_packages.json: vLLM's Python floors);
+- a pin the table keys by another project's release: the triton each torch release (patch releases
+  included) pins is looked up in ``triton.json`` (``key: torch``; ``missing`` words the gap);
+- a version of a meta-package that a record lists in a field (``match: field``, a list allowed: the
+  ``pypi`` versions of PyPI's ``cuda-toolkit`` per CUDA release, re-releases such as 13.4.3 included).
 
 Each missing release comes with a draft record: the pins read from one of its wheels' METADATA
 (the PEP 658 ``.metadata`` file, else the ``METADATA`` member read from the wheel with HTTP range
@@ -93,6 +99,7 @@ class Releases:
     name: str
     files: Dict[str, List[WheelFile]] = field(default_factory=dict)
     uploaded: Dict[str, str] = field(default_factory=dict)  # version -> its first upload, YYYY-MM-DD
+    requires_python: Dict[str, Optional[str]] = field(default_factory=dict)  # version -> its wheels' Requires-Python
 
 
 # --------------------------------------------------------------------------- the indexes
@@ -105,6 +112,7 @@ class Indexes:
         self.timeout = timeout
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "cudadoctor-refresh-data"
+        self._pypi: Dict[str, Releases] = {}
 
     def _get(self, url: str, headers: Optional[Dict[str, str]] = None) -> requests.Response:
         try:
@@ -114,6 +122,11 @@ class Indexes:
         return response
 
     def pypi(self, name: str) -> Releases:
+        if name not in self._pypi:  # a project two tables track (torch: pytorch.json, triton.json) is read once
+            self._pypi[name] = self._read_pypi(name)
+        return self._pypi[name]
+
+    def _read_pypi(self, name: str) -> Releases:
         url = self.pypi_json.replace("{project}", name)
         response = self._get(url)
         if response.status_code != 200:
@@ -130,6 +143,8 @@ class Indexes:
             if not live:
                 continue  # no file, or every file yanked: not a release to record
             out.uploaded[version] = min((f.get("upload_time") or "")[:10] for f in live)
+            specs = {f.get("requires_python") for f in live if f.get("filename", "").endswith(".whl")}
+            out.requires_python[version] = _one_spec(specs)
             out.files[version] = [WheelFile(f["filename"], urljoin(url, f["url"]), (f.get("upload_time") or "")[:10],
                                             int(f.get("size") or 0),
                                             bool(f.get("core_metadata") or f.get("data_dist_info_metadata")))
@@ -228,6 +243,14 @@ def _final(version: str) -> bool:
     return not (v.is_prerelease or v.is_devrelease or v.local)
 
 
+def _one_spec(specs: Set[Optional[str]]) -> Optional[str]:
+    """The Requires-Python the wheels of a release share, normalised ('>=3.11, <3.15' -> '<3.15,>=3.11');
+    None when they have none or disagree."""
+    if len(specs) != 1 or None in specs:
+        return None
+    return ",".join(sorted(c.replace(" ", "") for c in str(next(iter(specs))).split(",") if c.strip()))
+
+
 def _records(data: str, table: str) -> Dict[str, Any]:
     with open(os.path.join(data, table), encoding="utf-8") as handle:
         doc: Dict[str, Any] = json.load(handle)
@@ -252,8 +275,9 @@ class Known:
         self.match = spec["match"]
         recs = doc["records"]
         key = spec.get("key")
-        if self.match in ("exact", "patch", "minor", "field"):
-            self.values = [str(r[key]) for r in recs if r.get(key)]
+        if self.match in ("exact", "patch", "minor", "field"):  # a field may hold one value or a list
+            self.values = [str(v) for r in recs if r.get(key)
+                           for v in (r[key] if isinstance(r[key], list) else [r[key]])]
         elif self.match == "range":
             self.ranges = [(r.get("first"), r.get("last")) for r in recs]
         elif self.match == "cupy":
@@ -272,8 +296,8 @@ class Known:
 
     def covers(self, version: str) -> bool:
         key = vkey(version)
-        if self.match in ("exact", "field"):
-            return any(vkey(v) == key for v in self.values)
+        if self.match in ("exact", "field"):  # 13.4.1.0 is 13.4.1
+            return any(Version(v) == Version(version) for v in self.values)
         if self.match in ("patch", "minor"):
             n = 3 if self.match == "patch" else 2
             return any(vkey(v)[:n] == key[:n] for v in self.values)
@@ -283,6 +307,16 @@ class Known:
         if self.match == "range":
             return any(in_range(version, f, last) for f, last in self.ranges)
         return str(key[0]) in self.majors and any(in_range(version, f, last) for f, last in self.dists)
+
+    def requires_python(self, version: str) -> Tuple[bool, Optional[str]]:
+        """(whether the spec asks, the Requires-Python the record of ``version`` says, normalised)."""
+        fname = self.spec.get("requires_python")
+        if not fname:
+            return False, None
+        key = self.spec["key"]
+        rows = [r for r in self.doc["records"] if r.get(key) and Version(str(r[key])) == Version(version)]
+        said = {r.get(fname) for r in rows}
+        return True, _one_spec(said) if said else None
 
     def pythons(self, version: str) -> Optional[Set[str]]:
         """The Python versions the record of ``version`` lists (None: no list to compare)."""
@@ -340,7 +374,8 @@ def compare(indexes: Indexes, data: str, specs: Sequence[Dict[str, Any]], drafts
                 continue
             uploaded = releases.uploaded[version]
             if not known.covers(version):
-                gap = Gap("release", spec["name"], version, spec["table"], uploaded, "no record covers it")
+                gap = Gap("release", spec["name"], version, spec["table"], uploaded,
+                          spec.get("missing", "no record covers it"))
                 if drafts:
                     gap.draft = draft(indexes, spec, version, wheels)
                 gaps.append(gap)
@@ -351,6 +386,12 @@ def compare(indexes: Indexes, data: str, specs: Sequence[Dict[str, Any]], drafts
                 extra = ", ".join(sorted(tagged - listed, key=vkey))
                 gaps.append(Gap("python", spec["name"], version, spec["table"], uploaded,
                                 f"wheels for Python {extra}, which the record does not list"))
+            asks, said = known.requires_python(version)
+            served = releases.requires_python.get(version)
+            if asks and served and said != served:
+                gaps.append(Gap("python", spec["name"], version, spec["table"], uploaded,
+                                f"Requires-Python {served} on the index; the record says "
+                                f"{said if said else 'nothing'} ({spec['requires_python']})"))
         if pytorch and spec.get("pytorch_index") and indexes.pytorch_index:
             gaps += variant_gaps(indexes, doc, spec, floor)
     return gaps

@@ -33,8 +33,13 @@ def _architecture_problems(data: GpuData, matrix: Any) -> List[str]:
     names = [a.name for a in data.architectures]
     for dup in sorted({n for n in names if names.count(n) > 1}):
         out.append(f"{ARCHS}: {dup}: listed twice")
+    # generation order: each architecture's capabilities increase, architectures follow their first
+    # capability, and no capability is claimed twice (Rubin's 10.7 comes after Blackwell's 12.1)
     caps = [vkey(cc) for a in data.architectures for cc in a.compute_capabilities]
-    if any(b <= a for a, b in zip(caps, caps[1:])):
+    firsts = [vkey(a.compute_capabilities[0]) for a in data.architectures if a.compute_capabilities]
+    within = all(vkey(x) < vkey(y) for a in data.architectures
+                 for x, y in zip(a.compute_capabilities, a.compute_capabilities[1:]))
+    if not within or any(b <= a for a, b in zip(firsts, firsts[1:])) or len(set(caps)) != len(caps):
         out.append(f"{ARCHS}: architectures are not in generation order with strictly increasing compute capabilities")
     known = {b.branch for b in matrix.cuda.branches}
     for a in data.architectures:

@@ -59,13 +59,15 @@ class FlashAttnGeneration:
 
 @frozen
 class TorchPin:
-    """The torch a release of xformers or vLLM pins in its wheels' METADATA."""
+    """The torch a release of xformers or vLLM pins in its wheels' METADATA, and (vLLM) the
+    Python versions the wheels accept."""
 
     version: str
     torch: str  # '==2.8.0', '>=2.10'
     source: str
     confidence: str
     note: Optional[str] = None
+    requires_python: Optional[str] = None  # '<3.15,>=3.11' as the wheels' Requires-Python says; None: not recorded
 
 
 @frozen
@@ -115,6 +117,26 @@ class AddonData:
     @property
     def vllm_min_compute_capability(self) -> Optional[Fact]:
         return find_fact(self.vllm_facts, "min_compute_capability")
+
+    def vllm_python(self, version: str) -> Optional[str]:
+        """The Requires-Python of a vLLM release's wheels ('0.32.0' -> '<3.15,>=3.11'), if recorded."""
+        pin = self.vllm_torch(version)
+        return pin.requires_python if pin else None
+
+    def vllm_supports_python(self, version: str, python: str) -> Optional[bool]:
+        """Whether a vLLM release's wheels accept that Python ('3.10'); None when not recorded."""
+        spec = self.vllm_python(version)
+        return spec_allows(spec, python) if spec else None
+
+    @property
+    def vllm_pypi_wheel_cuda_major(self) -> Optional[Fact]:
+        """The CUDA major of vLLM's PyPI wheels (13), with the sources that say so."""
+        return find_fact(self.vllm_facts, "pypi_wheel_cuda_major")
+
+    @property
+    def vllm_pypi_wheel_min_compute_capability(self) -> Optional[Fact]:
+        """The lowest compute capability vLLM's (CUDA 13) PyPI wheels run on in practice (7.5)."""
+        return find_fact(self.vllm_facts, "pypi_wheel_min_compute_capability")
 
     @property
     def vllm_platforms(self) -> Optional[Fact]:
@@ -182,7 +204,8 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> AddonData:
                          for r in fa["records"]),
         flash_attn_facts=facts_of(fa),
         xformers=tuple(TorchPin(version=r["version"], torch=r["torch"], **prov(r)) for r in xf["records"]),
-        vllm=tuple(TorchPin(version=r["version"], torch=r["torch"], **prov(r)) for r in vl["records"]),
+        vllm=tuple(TorchPin(version=r["version"], torch=r["torch"], requires_python=r.get("requires_python"), **prov(r))
+                   for r in vl["records"]),
         vllm_facts=facts_of(vl),
     )
 
@@ -219,5 +242,9 @@ def invariants(data: AddonData, matrix: Any) -> List[str]:
                 c.add(r.version, problem)
         problems += c.problems
     c = Checker("vllm.json", matrix)
-    c.facts(data.vllm_facts, ("min_compute_capability",), versions=("min_compute_capability",))
+    c.facts(data.vllm_facts, ("min_compute_capability",),
+            versions=("min_compute_capability", "pypi_wheel_cuda_major", "pypi_wheel_min_compute_capability"))
+    for r in data.vllm:
+        if r.requires_python and spec_allows(r.requires_python, "3.12") is None:
+            c.add(r.version, f"requires_python {r.requires_python!r} is not a spec this reads")
     return problems + c.problems

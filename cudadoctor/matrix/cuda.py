@@ -42,6 +42,7 @@ class ToolkitRelease(_PerOs):
     source: str
     confidence: str
     note: Optional[str] = None
+    pypi: Tuple[str, ...] = ()  # PyPI's cuda-toolkit meta-package versions that install it ('13.4.2', '13.4.3')
 
 
 @frozen
@@ -100,6 +101,13 @@ class CudaData:
             return same[0] if same else None
         return None
 
+    def release_of_pypi(self, version: str) -> Optional[ToolkitRelease]:
+        """The CUDA release a version of PyPI's cuda-toolkit meta-package installs ('13.4.3' ->
+        13.4.2: a re-release of the same components; '12.8.2.0' -> 12.8.1)."""
+        key = vkey(version)
+        return next((t for t in self.toolkits if any(vkey(p) == key[:len(vkey(p))] and not any(key[len(vkey(p)):])
+                                                     for p in t.pypi)), None)
+
     def min_driver(self, cuda: str, os: str = "linux") -> Optional[str]:
         """The lowest driver NVIDIA lists for ``cuda`` on ``os``; for a release without its own
         row, the nearest earlier update of the same minor (updates share a driver branch)."""
@@ -154,7 +162,7 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> CudaData:
         ToolkitRelease(
             cuda=r["cuda"], label=r["label"], linux_min_driver=r.get("linux_min_driver"),
             windows_min_driver=r.get("windows_min_driver"), driver_branch=r.get("driver_branch"),
-            prerelease=bool(r.get("prerelease", False)), **provenance(r),
+            prerelease=bool(r.get("prerelease", False)), **provenance(r), pypi=tuple(r.get("pypi", ())),
         )
         for r in docs["cuda_toolkits.json"]["records"]
     )
@@ -187,6 +195,12 @@ def invariants(data: CudaData, matrix: Any) -> List[str]:
             before, now = prev.min_driver(os), cur.min_driver(os)
             if same_minor and before and now and not at_least(now, before):
                 problems.append(f"cuda_toolkits.json: {cur.cuda}: {os} minimum {now} is below {prev.cuda}'s {before}")
+    pypi = [vkey(v) for t in data.toolkits for v in t.pypi]
+    if len(set(pypi)) != len(pypi):
+        problems.append("cuda_toolkits.json: a cuda-toolkit meta-package version (pypi) is listed under two releases")
+    for t in data.toolkits:
+        if t.pypi and vkey(t.pypi[0])[:2] != vkey(t.cuda)[:2]:
+            problems.append(f"cuda_toolkits.json: {t.cuda}: pypi {t.pypi[0]} is of another minor")
     majors = [b.major for b in data.branches]
     if majors != sorted(majors) or len(set(majors)) != len(majors):
         problems.append("driver_branches.json: branches are not sorted and unique")
