@@ -139,7 +139,8 @@ def test_an_l4t_patch_release_takes_its_series_and_a_newer_one_is_the_horizon(ma
 
 def test_install_on_the_orin_names_the_jetson_index(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(["install", "torch", "--machine", str(MACHINES / ORIN)], capsys)
-    assert "comes from https://pypi.jetson-ai-lab.io/jp6/cu126" in out
+    assert code == ExitCode.OK  # on the Jetson, the plan is the answer
+    assert "comes from Jetson AI Lab's pip index for JetPack 6" in out
     assert "pip install torch torchvision torchaudio --index-url https://pypi.jetson-ai-lab.io/jp6/cu126" in out
     assert "download.pytorch.org" not in out
 

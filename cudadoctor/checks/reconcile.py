@@ -100,12 +100,13 @@ def reconcile(findings: Sequence[Finding], snapshot: Snapshot) -> List[Finding]:
         return _drivers(list(findings))
     planned = intents(root)
     cuda = _variant_cuda(planned.torch)
+    replaces = _replaces_torch(root, snapshot)
     out: List[Finding] = []
     for f in findings:
         if f is root:
             out.append(f)
             continue
-        if f.code in _ABOUT_THE_BUILD and _about_torch(f) and not intents(f).torch:
+        if replaces and f.code in _ABOUT_THE_BUILD and _about_torch(f) and not intents(f).torch:
             continue  # the build it speaks of is the one the root fix replaces
         if f.code == "nvcc-torch-mismatch" and cuda:
             reworded = _toolkit_for(f, snapshot, cuda, root)
@@ -117,6 +118,26 @@ def reconcile(findings: Sequence[Finding], snapshot: Snapshot) -> List[Finding]:
             f = _without_torch_commands(f, root)
         out.append(f)
     return _drivers(out)
+
+
+def _replaces_torch(root: Finding, snapshot: Snapshot) -> bool:
+    """Does the root fix install another torch build than the one installed (not the same one again)?"""
+    torch = next((b for b in snapshot.frameworks or () if b.name == "torch"), None)
+    if torch is None or not torch.version:
+        return True
+    version = torch.version.split("+")[0]
+    variant = (f"cu{torch.cuda.replace('.', '')}" if torch.cuda and torch.variant == "cuda"
+               else "cpu" if torch.variant == "cpu" else None)
+    for c in (root.fix.commands if root.fix else ()):
+        run = c.run.split("#", 1)[0]
+        pin = _TORCH_PIN.search(run)
+        if pin is None:
+            continue
+        index = _VARIANT_INDEX.search(run)
+        wanted = pin.group(2) or (index.group(1) if index else None)
+        if pin.group(1) != version or (variant is not None and wanted is not None and wanted != variant):
+            return True
+    return False
 
 
 def _about_torch(f: Finding) -> bool:

@@ -21,7 +21,7 @@ from cudadoctor.planner.torch import COMPANIONS, Reason, TorchPlan, plan_torch
 from cudadoctor.planner.addons import ADDONS, plan_addon
 from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framework
 from cudadoctor.planner.jetson import jetson_cuda, jetson_other, jetson_target, jetson_torch, jetson_unknown
-from cudadoctor.planner.managers import MANAGERS, Steps, render
+from cudadoctor.planner.managers import MANAGERS, Steps, combine, render
 from cudadoctor.planner.plan import NoFit, PackagePlan, Result, from_no_plan, from_torch, with_reason
 from cudadoctor.planner.target import Installed, Target, with_gpu_build
 
@@ -52,6 +52,7 @@ class InstallResult:
     manager: str
     results: Tuple[PackageResult, ...]
     index_url: Optional[str] = None
+    together: Optional[Steps] = None  # several plans as one solve (managers.combine)
 
     @property
     def ok(self) -> bool:
@@ -59,6 +60,8 @@ class InstallResult:
 
     @property
     def commands(self) -> List[str]:
+        if self.together is not None:
+            return list(self.together.commands)
         return [c for r in self.results if r.steps for c in r.steps.commands]
 
 
@@ -112,7 +115,9 @@ def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manage
             results.append(PackageResult(name, members, None, nofit))
         else:
             results.append(_plan_one(matrix, target, name, members, version, cuda, manager, index_url, stack))
-    return InstallResult(target, manager, tuple(results), index_url)
+    planned = [(r.plan, r.uninstall) for r in results if r.plan is not None and r.steps is not None]
+    together = combine(matrix, planned, manager, index_url) if len(planned) == len(results) else None
+    return InstallResult(target, manager, tuple(results), index_url, together)
 
 
 def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...], version: Optional[str],

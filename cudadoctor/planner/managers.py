@@ -203,3 +203,72 @@ def _quote(spec: str) -> str:
 def steps_dict(steps: Steps) -> Dict[str, Any]:
     return {"commands": list(steps.commands), "files": {name: text for name, text in steps.files},
             "notes": list(steps.notes)}
+
+
+# ---------------------------------------------------------------------- several packages, one solve
+
+
+def combine(matrix: Matrix, plans: Sequence[Tuple[PackagePlan, Sequence[Installed]]], manager: str,
+            index_url: Optional[str] = None) -> Optional[Steps]:
+    """One command (one solve) installing every plan: pip and uv read each plan's index as an extra
+    one (torch pinned to its build, '+cu126', so the solver cannot take another), conda and pixi get
+    one set of conda-forge specs with one cuda-version. None when the plans cannot be one solve
+    (a mirror given with --index-url, the pytorch channel of an old release, two CUDA majors under
+    conda), and each plan keeps its own commands."""
+    if len(plans) < 2:
+        return None
+    removal = uninstall_commands([i for _, gone in plans for i in gone], manager)
+    gpu = [p for p, _ in plans if p.gpu]
+    majors = {major(p.cuda or "") for p in gpu}
+    if manager in ("pip", "uv"):
+        if index_url:
+            return None
+        return Steps(removal + (_pip_together([p for p, _ in plans], manager),),
+                     notes=("one command, so that one resolver sees every requirement: the torch build is pinned "
+                            "with its local version, and the other packages come from PyPI",)
+                     if any(p.mirror_variant for p, _ in plans) else ())
+    if len(majors) > 1 or any(_pytorch_channel(matrix, p) is not None for p, _ in plans):
+        return None
+    specs: Dict[str, str] = {}
+    for p, _ in plans:
+        for name, spec in conda_specs(p):
+            if name == "cuda-version" and name in specs and len(spec) < len(specs[name]):
+                continue  # cuda-version=12.6 over cuda-version=12: the more exact one holds both
+            specs[name] = spec
+    if "cuda-version" in specs:  # last: conda reads it as one more constraint
+        specs["cuda-version"] = specs.pop("cuda-version")
+    forge = _forge(matrix)
+    notes = _forge_note(gpu[0] if gpu else plans[0][0], channel=forge)
+    if manager == "conda":
+        return Steps(removal + (f"conda install -c {forge} {' '.join(_quote(s) for s in specs.values())}",),
+                     notes=notes)
+    lines: List[str] = []
+    if gpu:
+        lines += ["[system-requirements]", f'cuda = "{majors.pop()}"', ""]
+    lines.append("[dependencies]")
+    lines += [f"{name} = {_toml_spec(name, spec)}" for name, spec in specs.items()]
+    first = ("add the [system-requirements] entry to pixi.toml first: without it pixi resolves CPU builds",) \
+        if gpu else ()
+    return Steps(removal + (f"pixi add {' '.join(_quote(s) for s in specs.values())}",),
+                 files=(("pixi.toml", "\n".join(lines)),), notes=first + notes)
+
+
+def _pip_together(plans: Sequence[PackagePlan], manager: str) -> str:
+    requirements: List[str] = []
+    extra: List[str] = []
+    links: List[str] = []
+    for p in plans:
+        for pin in p.pins:
+            req = pin.requirement
+            if p.mirror_variant and pin.exact and pin.version and not pin.url and "+" not in pin.version:
+                req = f"{req}+{p.mirror_variant}"  # the build of that index, which PyPI's same version is not
+            if req not in requirements:
+                requirements.append(req)
+        if p.index_url and p.index_mode == "find-links":
+            links.append(p.index_url)
+        elif p.index_url and p.index_url not in extra:
+            extra.append(p.index_url)
+    tool = "uv pip" if manager == "uv" else "pip"
+    quoted = [f'"{r}"' if any(c in r for c in "[]*<>") else r for r in requirements]
+    flags = "".join(f" --extra-index-url {u}" for u in extra) + "".join(f" -f {u}" for u in links)
+    return f"{tool} install {' '.join(quoted)}{flags}"

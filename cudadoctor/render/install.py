@@ -30,15 +30,15 @@ def _reason(r: Reason) -> str:
 
 
 def print_text(result: InstallResult, where: str, verified: Optional[Mapping[str, Any]], data_version: str) -> None:
-    for r in result.results:  # the commands first: what a user pastes
-        if r.steps is None:
+    for steps in ([result.together] if result.together else [r.steps for r in result.results]):
+        if steps is None:  # the commands first: what a user pastes
             continue
-        for name, text in r.steps.files:
+        for name, text in steps.files:
             _echo(f"# {name}:")
             for line in text.splitlines():
                 _echo(line)
             _echo()
-        for command in r.steps.commands:
+        for command in steps.commands:
             _echo(command)
     if result.commands:
         _echo()
@@ -48,6 +48,11 @@ def print_text(result: InstallResult, where: str, verified: Optional[Mapping[str
     for r in result.results:
         _echo()
         _package_text(r)
+    if result.together is not None and result.together.notes:
+        _echo()
+        _echo("together")
+        for note in result.together.notes:
+            _echo(f"  - {note}")
     for name, v in (verified or {}).items():
         _echo()
         _verify_text(name, v)
