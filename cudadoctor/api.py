@@ -450,7 +450,7 @@ def machine_target(matrix: Matrix, python: Optional[str], timeout: float, host: 
     if path is not None:
         path = checked_interpreter(path, host, option)
     snapshot = collect(python=path, timeout=timeout, host=host, only=_INSTALL_PROBES)
-    target = from_snapshot(snapshot, matrix)
+    target = from_snapshot(snapshot, matrix, interpreter=path)
     # neither a version nor a path ('three'): the planner's check says what a version looks like
     return with_python(target, python) if python is not None and path is None else target
 

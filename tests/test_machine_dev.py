@@ -68,3 +68,22 @@ def test_check_renders_the_recorded_machine(machines_dir: str, capsys: pytest.Ca
     assert "no NVIDIA driver is loaded" in out
     assert "CUDA 13.0.88 at /usr/local/cuda-13.0" in out
     assert "torch 2.13.0+cpu  CPU-only build" in out
+
+
+def test_the_venv_is_not_externally_managed(dev_host: RecordedHost) -> None:
+    py = collect(dev_host).python
+    assert py is not None and py.externally_managed is False
+
+
+def test_a_system_python_with_the_pep668_marker_is_externally_managed() -> None:
+    from types import SimpleNamespace
+
+    from cudadoctor.probes.packages import _externally_managed
+
+    marker = "/usr/lib/python3.11/EXTERNALLY-MANAGED"
+    ctx = SimpleNamespace(host=SimpleNamespace(is_file=lambda path: path == marker))
+    facts = SimpleNamespace(base_prefix="/usr", version="3.11.2")
+    assert _externally_managed(ctx, facts, "system") is True  # type: ignore[arg-type]
+    assert _externally_managed(ctx, SimpleNamespace(base_prefix="/opt/py", version="3.11.2"), "system") is False  # type: ignore[arg-type]
+    assert _externally_managed(ctx, facts, "venv") is False  # type: ignore[arg-type]
+    assert _externally_managed(ctx, SimpleNamespace(base_prefix="/usr", version=None), "system") is None  # type: ignore[arg-type]

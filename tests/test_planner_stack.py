@@ -38,3 +38,21 @@ def test_pip_and_uv_are_one_line_with_torch_pinned_to_its_build(matrix: Matrix) 
 def test_one_package_keeps_its_own_command(matrix: Matrix) -> None:
     r = _plan(matrix, "pip", "torch")
     assert r.together is None and r.commands[-1].endswith("--index-url https://download.pytorch.org/whl/cu126")
+
+
+def test_an_interpreter_path_gets_its_own_pip(matrix: Matrix) -> None:
+    import dataclasses
+
+    from cudadoctor.planner.managers import Steps, for_interpreter
+
+    steps = Steps(("pip uninstall -y torch", "pip install torch==2.9.1 --index-url U", "uv pip install cupy"))
+    out = for_interpreter(steps, "/opt/my python/bin/python3")
+    assert out.commands == ("'/opt/my python/bin/python3' -m pip uninstall -y torch",
+                            "'/opt/my python/bin/python3' -m pip install torch==2.9.1 --index-url U",
+                            "uv pip install --python '/opt/my python/bin/python3' cupy")
+    target = dataclasses.replace(described(matrix, driver="550.54.14", gpus=["RTX 4090"]),
+                                 interpreter="/usr/bin/python3", externally_managed=True)
+    r = plan_install(matrix, target, ["torch"], "pip")
+    assert r.commands[-1].startswith("/usr/bin/python3 -m pip install torch==")
+    assert any("PEP 668" in n and "python3 -m venv" in n for n in r.target.notes)
+    assert not any("PEP 668" in n for n in plan_install(matrix, target, ["torch"], "conda").target.notes)

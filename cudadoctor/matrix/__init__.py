@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from cudadoctor.matrix.addons import AddonData
     from cudadoctor.matrix.cuda import CudaData
     from cudadoctor.matrix.drivers import DriverData
+    from cudadoctor.matrix.framework_archs import FrameworkArchData
     from cudadoctor.matrix.ecosystem import EcosystemData
     from cudadoctor.matrix.gpus import GpuData
     from cudadoctor.matrix.jetson import JetsonData
@@ -31,7 +32,7 @@ __all__ = ["DataError", "Matrix"]
 # Each concern is a module of this package with TABLES (the files it reads), build(docs) -> its
 # typed rows and queries, and invariants(data, matrix) -> problems. Imported when first used.
 CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures", "jetson", "addons",
-                             "drivers")
+                             "drivers", "framework_archs")
 
 # The concerns whose invariants have a module of their own (only `cudadoctor data validate` and the
 # tests need them); the others define ``invariants`` beside their rows.
@@ -114,6 +115,10 @@ class Matrix:
     @property
     def drivers(self) -> "DriverData":
         return cast("DriverData", self.concern("drivers"))
+
+    @property
+    def framework_archs(self) -> "FrameworkArchData":
+        return cast("FrameworkArchData", self.concern("framework_archs"))
 
     # ------------------------------------------------------------------ whole-data operations
 

@@ -111,6 +111,7 @@ class PythonEnv:
     platform_tag: Optional[str] = None  # sysconfig.get_platform(), e.g. linux-x86_64
     site_packages: Tuple[str, ...] = ()
     is_current: Optional[bool] = None  # the interpreter running cudadoctor itself
+    externally_managed: Optional[bool] = None  # PEP 668: a system interpreter whose stdlib has EXTERNALLY-MANAGED
 
 
 # --------------------------------------------------------------------------- driver

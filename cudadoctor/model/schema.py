@@ -102,6 +102,8 @@ DESCRIPTIONS: Dict[str, str] = {
     "PythonEnv.platform_tag": "sysconfig.get_platform(), e.g. 'linux-x86_64'.",
     "PythonEnv.site_packages": "The target's site directories, in sys.path order.",
     "PythonEnv.is_current": "The target is the interpreter running cudadoctor itself.",
+    "PythonEnv.externally_managed": "PEP 668: a system interpreter whose standard library folder holds an "
+    "EXTERNALLY-MANAGED file (pip refuses to install into it). null: not known (venvs and conda envs: false).",
     "Snapshot.smoke": "Outcomes of the smoke suites run in child processes (cudadoctor smoke, or check's quick "
     "tier). null: not run.",
     "SmokeResult": "One smoke suite's outcome, from its child process.",

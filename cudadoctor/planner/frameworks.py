@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from cudadoctor.record import frozen
 from cudadoctor.matrix._ecocommon import in_range, span
+from cudadoctor.matrix.archs import PTX_JIT, UNSUPPORTED, parse_compute_capability, support_of
 from cudadoctor.matrix.versions import major, matches, vkey
 from cudadoctor.planner.torch import EXTRA_INDEX, FIND_LINKS, INDEX, Reason
 from cudadoctor.planner.plan import (
@@ -102,12 +104,95 @@ def _floor(m: Any, own: Optional[str], cuda_major: Optional[int], source: str) -
     return own, source
 
 
+@frozen
+class Kernels:
+    """What a build's own SASS and PTX lists (framework_archs.json) say of the target's GPUs."""
+
+    record: Any  # BuildArchs, None when the data has no list for this build
+    ok: bool = True
+    text: str = ""  # what the build lacks, when not ok
+    ptx: Tuple[str, ...] = ()  # compute capabilities served only through PTX JIT
+    reason: Optional[Reason] = None
+
+    @property
+    def cuda(self) -> Optional[str]:
+        """The exact CUDA the build is made with, when recorded."""
+        return self.record.cuda if self.record is not None else None
+
+    def known(self, t: Target) -> bool:
+        """The build's kernels for every GPU of ``t`` are known (its lists recorded, the GPUs named)."""
+        return self.record is not None and bool(t.compute_capabilities)
+
+
+def kernels(m: Any, t: Target, framework: str, version: str, cuda_major: Optional[int],
+            cuda: Optional[str] = None) -> Kernels:
+    """SASS, PTX or nothing for each GPU, from the build's own lists. PTX counts only where the GPU
+    is one the build's toolkit knows, for frameworks that compile at run time with it (XLA's ptxas,
+    NVRTC): they cannot target an architecture newer than their CUDA. Without lists, one fact still
+    holds: a build made with a CUDA (``cuda``, exact) that does not know a GPU's architecture has no
+    SASS for it."""
+    b = m.framework_archs.lookup(framework, version, cuda_major)
+    if b is None:
+        return _without_lists(m, t, framework, version, cuda)
+    ref = f"framework_archs.json#{framework}-{b.first}-cuda{b.cuda_major}"
+    own = m.framework_archs.jit_toolkit(framework)
+    missing: List[str] = []
+    ptx: List[str] = []
+    unknown_to_toolkit: List[str] = []
+    for cc in t.compute_capabilities:
+        parsed = parse_compute_capability(cc)
+        if parsed is None:
+            continue
+        kind, _ = support_of(b.sass_targets, b.ptx_targets, parsed)
+        if kind == PTX_JIT and own is not None and b.cuda and m.toolchain.can_compile(b.cuda, cc).status == "too_new":
+            unknown_to_toolkit.append(cc)
+            kind = UNSUPPORTED
+        if kind == UNSUPPORTED:
+            missing.append(f"sm_{parsed[0]}{parsed[1]}")
+        elif kind == PTX_JIT:
+            ptx.append(cc)
+    sources = (ref,) + ((f"framework_archs.json#{own.id}",) if own is not None and unknown_to_toolkit else ())
+    text = ""
+    if missing:
+        text = f"has {b.describe()}: no kernels for {', '.join(missing)}"
+        if unknown_to_toolkit:
+            text += (f" (its CUDA {b.cuda} toolkit, which it compiles with at run time, does not know compute "
+                     f"capability {', '.join(unknown_to_toolkit)})")
+    elif t.compute_capabilities:
+        sass = [cc for cc in t.compute_capabilities if cc not in ptx]
+        parts = ([f"SASS for compute capability {', '.join(sass)}"] if sass else []) + \
+            ([f"only PTX for {', '.join(ptx)} (JIT-compiled at first use: a last resort)"] if ptx else [])
+        return Kernels(b, True, "", tuple(ptx), Reason(f"{framework} {version} has {' and '.join(parts)} "
+                                                       f"({b.describe()})", sources))
+    return Kernels(b, not missing, text, tuple(ptx), Reason(f"{framework} {version} {text}", sources) if text else None)
+
+
+def _without_lists(m: Any, t: Target, framework: str, version: str, cuda: Optional[str]) -> Kernels:
+    if not cuda or len(vkey(cuda)) < 2:
+        return Kernels(None)
+    newer = [cc for cc in t.compute_capabilities if m.toolchain.can_compile(cuda, cc).status == "too_new"]
+    if not newer:
+        return Kernels(None)
+    own = m.framework_archs.jit_toolkit(framework)
+    sms = ", ".join(f"sm_{cc.replace('.', '')}" for cc in newer)
+    if own is not None:
+        text = (f"is built with CUDA {cuda}, which does not know compute capability {', '.join(newer)}: no SASS for "
+                f"{sms}, and the CUDA {cuda} toolkit it compiles with at run time cannot target it")
+        return Kernels(None, False, text, (), Reason(f"{framework} {version} {text}",
+                                                     (f"toolkit_archs.json#{sms.split(',')[0]}",
+                                                      f"framework_archs.json#{own.id}")))
+    text = (f"is built with CUDA {cuda}, which does not know compute capability {', '.join(newer)}: it can have no "
+            f"SASS for {sms}, only PTX the driver JIT-compiles, if it ships any (not recorded)")
+    return Kernels(None, True, "", tuple(newer), Reason(f"{framework} {version} {text}",
+                                                       (f"toolkit_archs.json#{sms.split(',')[0]}",)))
+
+
 def _arch_reason(target: Target, low: Optional[str], high: Optional[str], source: str) -> Optional[Reason]:
     if not target.compute_capabilities or not (low or high):
         return None
     bounds = " and ".join(x for x in (f">= {low}" if low else "", f"<= {high}" if high else "") if x)
-    return Reason(f"compute capability {', '.join(target.compute_capabilities)} is within its range ({bounds})",
-                  (source,))
+    return Reason(f"compute capability {', '.join(target.compute_capabilities)} is within its range ({bounds}); "
+                  "whether it has SASS for it or only PTX is not recorded", (source,))
 
 
 def _python_fit(target: Target, pythons: Optional[Sequence[str]], what: str, source: str
@@ -152,7 +237,9 @@ def _tensorflow(m: Any, t: Target, version: Optional[str], cuda: Optional[str], 
             continue
         low, low_ref = _floor(m, tf.min_compute_capability(ver), major(row.cuda), "tensorflow.json#min_compute_capability")
         arch_ok, arch_text = _arch(t, low)
-        fit = driver_fit(m, t.driver, row.cuda, t.driver_os)
+        k = kernels(m, t, "tensorflow", ver, major(row.cuda), row.cuda)
+        arch_ok, arch_text = arch_ok and k.ok, arch_text or k.text
+        fit = driver_fit(m, t.driver, k.cuda or row.cuda, t.driver_os)
         extra = ("and-cuda",) if row.and_cuda_extra else ()
         notes = _unlisted_platform(t, "tensorflow.json")
         if not extra:
@@ -160,11 +247,12 @@ def _tensorflow(m: Any, t: Target, version: Optional[str], cuda: Optional[str], 
                       "system",)
         reasons = [Reason(f"tensorflow {ver} is built with CUDA {row.cuda} and cuDNN {row.cudnn}"
                           + (", which the [and-cuda] extra installs as pip wheels" if extra else ""), (ref,))]
-        reasons += [r for r in (_arch_reason(t, low, None, low_ref),) if r]
+        reasons += [r for r in ((k.reason or _arch_reason(t, low, None, low_ref)),) if r]
         reasons += [driver_reason(fit, t.driver, t.driver_os)] + ([py_reason] if py_reason else [])
         out.append(Option("tensorflow", ver, f"CUDA {row.cuda}", row.cuda, (Pin(row.package, ver, extras=extra),),
                           arch_ok=arch_ok, arch_text=arch_text, driver=fit, pythons=row.python, python_ok=ok,
-                          preferred=prefer == major(row.cuda), reasons=tuple(reasons), notes=notes, cudnn=row.cudnn))
+                          preferred=prefer == major(row.cuda), reasons=tuple(reasons), notes=notes, cudnn=row.cudnn,
+                          ptx=k.ptx, kernels_known=k.known(t)))
     return out
 
 
@@ -216,15 +304,21 @@ def _jax(m: Any, t: Target, version: Optional[str], cuda: Optional[str], prefer:
             if extra is None or (cuda and major(cuda) != b.cuda_major):
                 continue
             cuda_name = b.min_cuda or str(b.cuda_major)
-            fit = (fixed_driver_fit(t.driver, b.min_driver, cuda_name, ref) if b.min_driver
-                   else driver_fit(m, t.driver, cuda_name, t.driver_os))
+            k = kernels(m, t, "jax", ver, b.cuda_major)
+            # the exact CUDA of the build decides native or minor-version compatibility; JAX's own
+            # minimum driver (its CUDA major's floor) is what it runs on at all
+            fit = driver_fit(m, t.driver, k.cuda or cuda_name, t.driver_os)
+            if b.min_driver and fit.kind in ("native", "minor_compat"):
+                floor = fixed_driver_fit(t.driver, b.min_driver, cuda_name, ref)
+                fit = floor if floor.kind == "too_old" else fit
             low, low_ref = _floor(m, b.min_compute_capability, b.cuda_major, ref)
             arch_ok, arch_text = _arch(t, low)
+            arch_ok, arch_text = arch_ok and k.ok, arch_text or k.text
             windows = t.os == "windows"
             find = b.index_url if (b.jaxlib_local_versions and b.index_url) else None
             reasons = [Reason(f"jax[{extra}] {shown} is the CUDA {b.cuda_major} build (CUDA >= {cuda_name}, "
                               f"cuDNN >= {b.min_cudnn or '?'})", (ref,))]
-            reasons += [r for r in (_arch_reason(t, low, None, low_ref),) if r]
+            reasons += [r for r in ((k.reason or _arch_reason(t, low, None, low_ref)),) if r]
             reasons += [driver_reason(fit, t.driver, t.driver_os)] + list(pys)
             out.append(Option(
                 "jax", shown, f"cuda{b.cuda_major}", str(b.cuda_major), (Pin("jax", ver, exact, (extra,)),),
@@ -233,7 +327,7 @@ def _jax(m: Any, t: Target, version: Optional[str], cuda: Optional[str], prefer:
                 platform_text=("jax.json records CUDA wheels for Linux only (native Windows has no GPU support); "
                                "under WSL2 they apply (--os wsl2)") if windows else "",
                 preferred=prefer == b.cuda_major, reasons=tuple(reasons), notes=_unlisted_platform(t, "jax.json"),
-                cudnn=b.min_cudnn))
+                cudnn=b.min_cudnn, ptx=k.ptx, kernels_known=k.known(t)))
     return out
 
 
@@ -255,19 +349,30 @@ def _cupy(m: Any, t: Target, version: Optional[str], cuda: Optional[str], prefer
         dists = [d for d in cp.distributions if d.kind == "cuda" and d.cuda_min and d.shipped_in(ver)
                  and row.supports_cuda(d.cuda_min) and (not cuda or d.serves_cuda(cuda))]
         for d in sorted(dists, key=lambda d: vkey(d.cuda_min or ""), reverse=True):
-            fit = driver_fit(m, t.driver, d.cuda_min or "", t.driver_os)
+            k = kernels(m, t, "cupy", ver if exact else f"{ver}.0", major(d.cuda_min or ""))
+            # a cupy-cudaNNx wheel runs on any CUDA NN.x; the CUDA it is built with is what PTX needs
+            fit = driver_fit(m, t.driver, k.cuda or str(major(d.cuda_min or "")), t.driver_os)
             low, low_ref = _floor(m, row.min_compute_capability, major(d.cuda_min or ""), ref)
             arch_ok, arch_text = _arch(t, low, row.max_compute_capability)
+            arch_ok, arch_text = arch_ok and k.ok, arch_text or k.text
             served = d.cuda_min if d.cuda_min == d.cuda_max else f"{d.cuda_min}–{d.cuda_max}.x"
             reasons = [Reason(f"{d.distribution} serves CUDA {served}", (f"cupy.json#{d.distribution}",))]
-            reasons += [r for r in (_arch_reason(t, low, row.max_compute_capability, low_ref),) if r]
+            reasons += [r for r in ((k.reason or _arch_reason(t, low, row.max_compute_capability, low_ref)),) if r]
             reasons += [driver_reason(fit, t.driver, t.driver_os)] + ([py_reason] if py_reason else [])
             cuda_of = d.cuda_min if d.cuda_min == d.cuda_max else str(major(d.cuda_min or ""))
+            ctk = d.distribution == "cupy-cuda13x" and int(row.version) >= 14  # cupy.json#v14
+            notes: Tuple[str, ...] = (
+                (f"the [ctk] extra installs the CUDA {major(d.cuda_min or '')} toolkit's runtime libraries as pip wheels",)
+                if ctk else (f"{d.distribution} does not bring the CUDA libraries it loads: CUDA "
+                             f"{major(d.cuda_min or '')}.x must be installed (the toolkit, or the nvidia-*-cu"
+                             f"{major(d.cuda_min or '')} wheels of another framework)",))
             out.append(Option(
-                "cupy", _shown(ver, exact), d.distribution, cuda_of, (Pin(d.distribution, ver, exact),),
+                "cupy", _shown(ver, exact), d.distribution, cuda_of,
+                (Pin(d.distribution, ver, exact, ("ctk",) if ctk else ()),),
                 index_url=aarch64.value if aarch64 else None, index_mode=FIND_LINKS, arch_ok=arch_ok,
                 arch_text=arch_text, driver=fit, pythons=row.python, python_ok=ok,
-                preferred=prefer == major(d.cuda_min or ""), reasons=tuple(reasons)))
+                preferred=prefer == major(d.cuda_min or ""), reasons=tuple(reasons), ptx=k.ptx,
+                kernels_known=k.known(t), notes=notes))
     return out
 
 
@@ -292,9 +397,11 @@ def _onnxruntime(m: Any, t: Target, version: Optional[str], cuda: Optional[str],
             continue
         if cuda and (major(cuda) != b.cuda_major or (len(vkey(b.cuda)) > 1 and not matches(b.cuda, cuda))):
             continue
-        fit = driver_fit(m, t.driver, b.cuda, t.driver_os)
+        k = kernels(m, t, "onnxruntime-gpu", ver, b.cuda_major, b.cuda)
+        fit = driver_fit(m, t.driver, k.cuda or b.cuda, t.driver_os)
         low, low_ref = _floor(m, None, b.cuda_major, ref)
         arch_ok, arch_text = _arch(t, low)
+        arch_ok, arch_text = arch_ok and k.ok, arch_text or k.text
         # the same version on PyPI as another CUDA major's build: pip could take either, so the
         # build's own index is the only one, and the build is chosen only when no other fits
         shadowed = not b.pypi_default and any(x.pypi_default and x.cuda_major != b.cuda_major and
@@ -303,11 +410,11 @@ def _onnxruntime(m: Any, t: Target, version: Optional[str], cuda: Optional[str],
         reasons = [Reason(f"onnxruntime-gpu {shown} for CUDA {b.cuda_major} is built for CUDA {b.cuda} and cuDNN {cudnn}; "
                           + ("PyPI serves it" if b.pypi_default else "its own index serves it"), (ref,)),
                    driver_reason(fit, t.driver, t.driver_os)]
-        reasons += [r for r in (_arch_reason(t, low, None, low_ref),) if r]
+        reasons += [r for r in ((k.reason or _arch_reason(t, low, None, low_ref)),) if r]
         notes: Tuple[str, ...] = (
             f"onnxruntime-gpu does not bring CUDA {b.cuda_major}.x and cuDNN {major(cudnn)}.x: they must be installed "
             "(the toolkit, or the nvidia-* wheels of another framework)",)
-        if low is None:
+        if low is None and k.record is None:
             notes += ("compat_data lists no GPU architectures for onnxruntime-gpu: the GPUs were not checked",)
         if shadowed:
             notes += (f"PyPI's onnxruntime-gpu {shown} is another CUDA major's build: the command names only the "
@@ -317,7 +424,8 @@ def _onnxruntime(m: Any, t: Target, version: Optional[str], cuda: Optional[str],
                           else b.index_url, index_mode=INDEX if shadowed else EXTRA_INDEX, driver=fit,
                           arch_ok=arch_ok, arch_text=arch_text,
                           preferred=prefer == b.cuda_major, fallback=shadowed, cudnn=cudnn,
-                          reasons=tuple(reasons) + ((py_reason,) if py_reason else ()), notes=notes))
+                          reasons=tuple(reasons) + ((py_reason,) if py_reason else ()), notes=notes, ptx=k.ptx,
+                          kernels_known=k.known(t)))
     return out
 
 

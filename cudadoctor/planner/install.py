@@ -21,7 +21,7 @@ from cudadoctor.planner.torch import COMPANIONS, Reason, TorchPlan, plan_torch
 from cudadoctor.planner.addons import ADDONS, plan_addon
 from cudadoctor.planner.frameworks import FRAMEWORKS, known_version, plan_framework
 from cudadoctor.planner.jetson import jetson_cuda, jetson_other, jetson_target, jetson_torch, jetson_unknown
-from cudadoctor.planner.managers import MANAGERS, Steps, combine, render
+from cudadoctor.planner.managers import MANAGERS, Steps, combine, for_interpreter, render
 from cudadoctor.planner.plan import NoFit, PackagePlan, Result, from_no_plan, from_torch, with_reason
 from cudadoctor.planner.target import Installed, Target, with_gpu_build
 
@@ -117,6 +117,14 @@ def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manage
             results.append(_plan_one(matrix, target, name, members, version, cuda, manager, index_url, stack))
     planned = [(r.plan, r.uninstall) for r in results if r.plan is not None and r.steps is not None]
     together = combine(matrix, planned, manager, index_url) if len(planned) == len(results) else None
+    if target.interpreter and manager in ("pip", "uv"):
+        results = [replace(r, steps=for_interpreter(r.steps, target.interpreter)) if r.steps else r for r in results]
+        together = for_interpreter(together, target.interpreter) if together else None
+    if target.externally_managed and manager in ("pip", "uv"):
+        target = replace(target, notes=target.notes + (
+            f"{target.interpreter or 'this Python'} is managed by the distribution (PEP 668: EXTERNALLY-MANAGED): pip "
+            "refuses to install into it. Create a virtual environment (python3 -m venv .venv), then plan for it with "
+            "--python .venv/bin/python",))
     return InstallResult(target, manager, tuple(results), index_url, together)
 
 

@@ -12,6 +12,8 @@ conda-forge requirements as ``pixi add`` arguments and as pixi.toml lines.
 from __future__ import annotations
 
 import re
+import shlex
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from cudadoctor.record import frozen
 
@@ -232,8 +234,8 @@ def combine(matrix: Matrix, plans: Sequence[Tuple[PackagePlan, Sequence[Installe
     specs: Dict[str, str] = {}
     for p, _ in plans:
         for name, spec in conda_specs(p):
-            if name == "cuda-version" and name in specs and len(spec) < len(specs[name]):
-                continue  # cuda-version=12.6 over cuda-version=12: the more exact one holds both
+            if name == "cuda-version" and name in specs and len(spec) <= len(specs[name]):
+                continue  # the first exact one (torch's, planned first) holds; cuda-version=12 admits it
             specs[name] = spec
     if "cuda-version" in specs:  # last: conda reads it as one more constraint
         specs["cuda-version"] = specs.pop("cuda-version")
@@ -272,3 +274,18 @@ def _pip_together(plans: Sequence[PackagePlan], manager: str) -> str:
     quoted = [f'"{r}"' if any(c in r for c in "[]*<>") else r for r in requirements]
     flags = "".join(f" --extra-index-url {u}" for u in extra) + "".join(f" -f {u}" for u in links)
     return f"{tool} install {' '.join(quoted)}{flags}"
+
+
+def for_interpreter(steps: Steps, interpreter: str) -> Steps:
+    """The pip and uv commands of ``steps`` for one interpreter: 'PATH -m pip install ...',
+    'uv pip install --python PATH ...' (a bare pip could be another Python's)."""
+    path = shlex.quote(interpreter)
+    out = []
+    for command in steps.commands:
+        if command.startswith("pip "):
+            command = f"{path} -m {command}"
+        elif command.startswith(("uv pip install ", "uv pip uninstall ")):
+            verb = command.split()[2]
+            command = f"uv pip {verb} --python {path} " + command[len(f"uv pip {verb} "):]
+        out.append(command)
+    return replace(steps, commands=tuple(out))

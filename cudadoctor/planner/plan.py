@@ -59,6 +59,7 @@ class DriverFit:
     required: Optional[str]
     floor: Optional[str] = None
     source: Tuple[str, ...] = ()
+    exact: bool = True  # False: only the build's CUDA major is known, judged by its first minor
 
     @property
     def ok(self) -> bool:
@@ -101,14 +102,27 @@ class Option:
     cudnn: Optional[str] = None  # the cuDNN the build is made with (or needs at least)
     reasons: Tuple[Reason, ...] = ()
     notes: Tuple[str, ...] = ()
+    ptx: Tuple[str, ...] = ()  # compute capabilities the build serves only through PTX JIT
+    kernels_known: bool = True  # False: the build's SASS for the GPUs is not recorded (or the GPUs are not known)
 
     @property
     def label(self) -> str:
         return f"{self.framework} {self.version} ({self.build})"
 
+    @property
+    def driver_ok(self) -> bool:
+        """The driver runs the build: PTX only at the build's exact CUDA, natively (PTX newer than
+        the driver cannot be JIT-compiled under minor-version compatibility)."""
+        if self.driver is None:
+            return True
+        if self.ptx and self.driver.kind != "not_given" and (self.driver.kind != "native" or not self.driver.exact):
+            return False
+        if self.driver.kind == "minor_compat" and not self.kernels_known:
+            return False  # minor-version compatibility holds only for SASS, which nothing here shows
+        return self.driver.ok
+
     def fits(self) -> bool:
-        return (self.platform_ok and self.arch_ok and self.python_ok is not False
-                and (self.driver is None or self.driver.ok))
+        return self.platform_ok and self.arch_ok and self.python_ok is not False and self.driver_ok
 
 
 @frozen
@@ -170,7 +184,8 @@ Result = Union[PackagePlan, NoFit]
 
 def driver_fit(matrix: Matrix, driver: Optional[str], cuda: str, os: str) -> DriverFit:
     """How ``driver`` runs CUDA ``cuda`` ('12.5', or a major '12': its first minor) on ``os``."""
-    name = cuda if len(vkey(cuda)) > 1 else f"{cuda}.0"
+    exact = len(vkey(cuda)) > 1
+    name = cuda if exact else f"{cuda}.0"
     support = matrix.cuda.driver_support(driver or "0", name, os)
     source = []
     if support.release is not None:
@@ -178,7 +193,7 @@ def driver_fit(matrix: Matrix, driver: Optional[str], cuda: str, os: str) -> Dri
     if support.floor_record is not None:
         source.append(f"cuda_minor_compat.json#{support.floor_record.cuda_major}")
     kind = "not_given" if driver is None else support.kind
-    return DriverFit(kind, name, support.required, support.floor, tuple(source))
+    return DriverFit(kind, name if exact else cuda, support.required, support.floor, tuple(source), exact)
 
 
 def fixed_driver_fit(driver: Optional[str], minimum: str, cuda: str, source: str) -> DriverFit:
@@ -193,6 +208,10 @@ def driver_reason(fit: DriverFit, driver: Optional[str], os: str) -> Reason:
     compat = f" (>= {fit.floor} through minor-version compatibility)" if fit.floor and fit.floor != fit.required else ""
     if fit.kind == "not_given":
         return Reason(f"the driver is unknown: CUDA {fit.cuda} needs {need} on {os}{compat}", fit.source)
+    if fit.kind == "native" and not fit.exact:
+        return Reason(f"driver {driver} runs CUDA {fit.cuda}.x builds (>= {fit.floor or fit.required} on {os}); the "
+                      "build's exact CUDA minor is not recorded, so whether it runs natively or through minor-version "
+                      "compatibility is not known", fit.source)
     if fit.kind == "native":
         return Reason(f"driver {driver} runs CUDA {fit.cuda} natively ({need} on {os})", fit.source)
     if fit.kind == "minor_compat":
@@ -207,8 +226,9 @@ def choose(options: Sequence[Option], subject: str, gpus: str, gpu_ok: Any = Non
     CUDA major first), else what would. ``gpu_ok(driver_version) -> bool`` says whether a driver
     branch still supports every GPU (Kepler stops at R470)."""
     fit = [o for o in options if o.fits() and not o.fallback] or [o for o in options if o.fits()]
-    if fit:
-        best = sorted(fit, key=lambda o: (vkey(o.version), o.preferred), reverse=True)[0]
+    if fit:  # PTX is the last resort: a build with SASS for every GPU first, whatever its version
+        best = sorted(fit, key=lambda o: (o.kernels_known and not o.ptx, vkey(o.version), o.preferred),
+                      reverse=True)[0]
         return _plan(best, options)
     framework = options[0].framework if options else subject.split()[0]
     platform_ok = [o for o in options if o.platform_ok]
@@ -221,27 +241,37 @@ def choose(options: Sequence[Option], subject: str, gpus: str, gpu_ok: Any = Non
                                         f"{platform_ok[0].label} {platform_ok[0].arch_text}",
                                         _first_source(platform_ok)),))
     reasons: List[Reason] = []
-    with_python = next((o for o in arch if o.driver is None or o.driver.ok), None)
+    with_python = next((o for o in arch if o.driver_ok), None)
     python_to_use = with_python.pythons[-1] if with_python and with_python.pythons else None
     if with_python is not None and python_to_use:
         reasons.append(Reason(f"no {subject} build that fits the driver and GPUs has wheels for this Python; "
                               f"{with_python.label} has them for Python {_span(with_python.pythons or ())}",
                               with_python.reasons[0].source if with_python.reasons else ()))
-    with_driver = next((o for o in arch if o.python_ok is not False and o.driver is not None and not o.driver.ok
-                        and o.driver.need and (gpu_ok is None or gpu_ok(o.driver.need))), None)
+    with_driver = next((o for o in arch if o.python_ok is not False and o.driver is not None and not o.driver_ok
+                        and _need(o) and (gpu_ok is None or gpu_ok(_need(o)))), None)
     if with_driver is not None and with_driver.driver is not None:
+        need_text = (f">= {with_driver.driver.required} (its PTX for {', '.join(with_driver.ptx)} is JIT-compiled only "
+                     f"by a driver of its CUDA {with_driver.driver.cuda})" if with_driver.ptx and with_driver.driver.ok
+                     else with_driver.driver.need_text)
         reasons.append(Reason(f"the driver runs no {subject} build with kernels for {gpus}; {with_driver.label} "
-                              f"needs {with_driver.driver.need_text}", with_driver.driver.source))
+                              f"needs {need_text}", with_driver.driver.source))
     elif not reasons:
         reasons.append(Reason(f"no {subject} build fits: the newest with kernels for {gpus} is {arch[0].label}",
                               _first_source(arch)))
     return NoFit(
         framework, tuple(reasons),
-        driver=with_driver.driver.need if with_driver and with_driver.driver else None,
+        driver=_need(with_driver) if with_driver else None,
         with_driver=with_driver.label if with_driver else None,
         python=python_to_use, with_python=with_python.label if python_to_use and with_python else None,
         newest_build=arch[0].label,
     )
+
+
+def _need(o: Option) -> Optional[str]:
+    """The driver an option needs: its CUDA's own minimum where its PTX must be JIT-compiled."""
+    if o.driver is None:
+        return None
+    return o.driver.required if ((o.ptx or not o.kernels_known) and o.driver.required) else o.driver.need
 
 
 def _first_source(options: Sequence[Option]) -> Tuple[str, ...]:
@@ -278,7 +308,13 @@ def _rejection(o: Option) -> str:
         return f"{o.label}: {o.platform_text}"
     if not o.arch_ok:
         return f"{o.label}: {o.arch_text}"
-    if o.driver is not None and not o.driver.ok:
+    if o.driver is not None and not o.driver_ok and o.ptx and o.driver.ok:
+        return (f"{o.label} has only PTX for {', '.join(o.ptx)}, which needs driver >= {o.driver.required} "
+                f"(CUDA {o.driver.cuda}) to JIT-compile")
+    if o.driver is not None and not o.driver_ok and o.driver.ok:
+        return (f"{o.label} runs on this driver only through minor-version compatibility, which needs SASS for "
+                f"every GPU, and its kernels are not recorded: it needs driver >= {o.driver.required}")
+    if o.driver is not None and not o.driver_ok:
         return f"{o.label} needs driver {o.driver.need_text}"
     if o.python_ok is False:
         return f"{o.label} has no wheels for this Python"

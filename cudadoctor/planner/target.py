@@ -64,6 +64,8 @@ class Target:
     notes: Tuple[str, ...] = ()  # what the plan assumes about the machine
     jetson_l4t: Optional[str] = None  # a Jetson's Jetson Linux release (planner/jetson.py)
     jetson_family: Optional[str] = None  # a described Jetson GPU ("Jetson Orin"), its JetPack given or not
+    interpreter: Optional[str] = None  # --python PATH: the commands run its pip (PATH -m pip)
+    externally_managed: Optional[bool] = None  # PEP 668: pip refuses to install into that interpreter
 
     @property
     def driver_os(self) -> str:
@@ -124,8 +126,9 @@ def python_mm(version: Optional[str]) -> Optional[str]:
     return ".".join(str(x) for x in key) if len(key) == 2 else None
 
 
-def from_snapshot(snap: Snapshot, matrix: Matrix) -> Target:
-    """The target of this machine's probes (or of a recorded or hand-written Snapshot)."""
+def from_snapshot(snap: Snapshot, matrix: Matrix, interpreter: Optional[str] = None) -> Target:
+    """The target of this machine's probes (or of a recorded or hand-written Snapshot);
+    ``interpreter``: the --python PATH the commands are for."""
     platform = wheel_platform(snap)
     d = snap.driver
     # a kernel module whose library does not answer (a version mismatch after an upgrade, a
@@ -150,7 +153,8 @@ def from_snapshot(snap: Snapshot, matrix: Matrix) -> Target:
         compute_capabilities=tuple(ccs), gpu_names=tuple(names), gpu_build=bool(names and loaded),
         cpu_because=because, conda=bool(snap.python and snap.python.env_kind == "conda"),
         installed=installed_of(snap, matrix), notes=notes if names else (),
-        jetson_l4t=snap.jetson.l4t if snap.jetson else None,
+        jetson_l4t=snap.jetson.l4t if snap.jetson else None, interpreter=interpreter,
+        externally_managed=snap.python.externally_managed if snap.python else None,
     )
 
 

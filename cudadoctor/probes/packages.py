@@ -45,9 +45,25 @@ def probe_python(ctx: Context) -> ProbeOutput:
                 platform_tag=facts.platform_tag,
                 site_packages=facts.site_packages,
                 is_current=facts.is_current,
+                externally_managed=_externally_managed(ctx, facts, env_kind),
             )
         }
     )
+
+
+def _externally_managed(ctx: Context, facts: object, env_kind: str) -> Optional[bool]:
+    """PEP 668's marker: ``EXTERNALLY-MANAGED`` in the standard library folder of a system
+    interpreter (a venv or conda env is never managed by the distribution)."""
+    if env_kind != "system":
+        return False
+    prefix, version = getattr(facts, "base_prefix", None), getattr(facts, "version", None)
+    mm = ".".join((version or "").split(".")[:2])
+    if not prefix or not mm or not re.match(r"^\d+\.\d+$", mm):
+        return None
+    for lib in ("lib", "lib64"):
+        if ctx.host.is_file(posixpath.join(prefix, lib, f"python{mm}", "EXTERNALLY-MANAGED")):
+            return True
+    return False
 
 
 def _conda_env_name(prefix: str, default_env: Optional[str]) -> str:
