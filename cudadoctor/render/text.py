@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
@@ -354,7 +355,9 @@ def _host(snap: Snapshot, verbose: bool) -> List[str]:
     if h.container and h.container != "none":
         bits.append(f"{h.container} container")
     if h.cpu_count:
-        bits.append(f"{h.cpu_count} × {h.cpu_model}" if h.cpu_model else f"{h.cpu_count} CPUs")
+        # cpu_count is logical CPUs (os.cpu_count()), not sockets
+        logical = f"{h.cpu_count} logical CPU{'s' if h.cpu_count != 1 else ''}"
+        bits.append(f"{h.cpu_model} ({logical})" if h.cpu_model else logical)
     if h.memory_total_mib:
         bits.append(f"{h.memory_total_mib / 1024:.1f} GiB RAM")
     return [" · ".join(bits)]
@@ -368,12 +371,17 @@ def _compilers(snap: Snapshot, verbose: bool) -> List[str]:
     return [", ".join(f"{c.name} {c.version or '?'}" for c in snap.compilers)]
 
 
+# a folder of a CUDA toolkit on PATH: /usr/local/cuda/bin, /opt/cuda-12.4/bin, .../cuda12.8/bin,
+# not a folder that merely contains the letters (…/cudadoctor/.venv/bin)
+_CUDA_DIR = re.compile(r"(?:^|[/\\])cuda(?:[-_]?\d+(?:\.\d+)*)?(?:[/\\]|$)", re.IGNORECASE)
+
+
 def _env(snap: Snapshot, verbose: bool) -> List[str]:
     env = snap.env or {}
     lines = []
     for key, value in env.items():
         if key == "PATH":
-            cuda = [p for p in value.split(":") if "cuda" in p.lower()]
+            cuda = [p for p in value.split(":") if _CUDA_DIR.search(p)]
             if cuda:
                 lines.append("PATH has " + ":".join(cuda))
             continue
