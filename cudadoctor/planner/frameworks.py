@@ -157,7 +157,7 @@ def kernels(m: Any, t: Target, framework: str, version: str, cuda_major: Optiona
         text = f"has {b.describe()}: no kernels for {', '.join(missing)}"
         if unknown_to_toolkit:
             text += (f" (its CUDA {b.cuda} toolkit, which it compiles with at run time, does not know compute "
-                     f"capability {', '.join(unknown_to_toolkit)})")
+                     f"capability {', '.join(unknown_to_toolkit)}{_first_cuda(m, unknown_to_toolkit)})")
     elif t.compute_capabilities:
         sass = [cc for cc in t.compute_capabilities if cc not in ptx]
         parts = ([f"SASS for compute capability {', '.join(sass)}"] if sass else []) + \
@@ -165,6 +165,14 @@ def kernels(m: Any, t: Target, framework: str, version: str, cuda_major: Optiona
         return Kernels(b, True, "", tuple(ptx), Reason(f"{framework} {version} has {' and '.join(parts)} "
                                                        f"({b.describe()})", sources))
     return Kernels(b, not missing, text, tuple(ptx), Reason(f"{framework} {version} {text}", sources) if text else None)
+
+
+def _first_cuda(m: Any, ccs: Sequence[str]) -> str:
+    """'; a build made with CUDA 12.8 or newer would' (the first toolkit that knows every GPU)."""
+    firsts = [m.toolchain.can_compile("1.0", cc).first_cuda for cc in ccs]
+    if not firsts or None in firsts:
+        return ""
+    return f"; a build made with CUDA {max(firsts, key=vkey)} or newer would"
 
 
 def _without_lists(m: Any, t: Target, framework: str, version: str, cuda: Optional[str]) -> Kernels:
@@ -177,7 +185,8 @@ def _without_lists(m: Any, t: Target, framework: str, version: str, cuda: Option
     sms = ", ".join(f"sm_{cc.replace('.', '')}" for cc in newer)
     if own is not None:
         text = (f"is built with CUDA {cuda}, which does not know compute capability {', '.join(newer)}: no SASS for "
-                f"{sms}, and the CUDA {cuda} toolkit it compiles with at run time cannot target it")
+                f"{sms}, and the CUDA {cuda} toolkit it compiles with at run time cannot target it"
+                f"{_first_cuda(m, newer)}")
         return Kernels(None, False, text, (), Reason(f"{framework} {version} {text}",
                                                      (f"toolkit_archs.json#{sms.split(',')[0]}",
                                                       f"framework_archs.json#{own.id}")))
@@ -185,6 +194,19 @@ def _without_lists(m: Any, t: Target, framework: str, version: str, cuda: Option
             f"SASS for {sms}, only PTX the driver JIT-compiles, if it ships any (not recorded)")
     return Kernels(None, True, "", tuple(newer), Reason(f"{framework} {version} {text}",
                                                        (f"toolkit_archs.json#{sms.split(',')[0]}",)))
+
+
+def _older_in_range(m: Any, framework: str, build: Any, newest: str) -> List[str]:
+    """The release series of ``build``'s range, newest first below ``newest``, that framework_archs.json
+    has lists for ('1.28', '1.27'), so a range whose newest release lacks a GPU's kernels can pin one that has them."""
+    out: List[str] = []
+    for rec in sorted(m.framework_archs.builds, key=lambda r: vkey(r.first), reverse=True):
+        if rec.framework != framework or rec.cuda_major != build.cuda_major:
+            continue
+        last = ".".join((rec.last or rec.first).split(".")[:2])
+        if vkey(last) < vkey(newest) and build.contains(last) and last not in out:
+            out.append(last)
+    return out
 
 
 def _arch_reason(target: Target, low: Optional[str], high: Optional[str], source: str) -> Optional[Reason]:
@@ -398,6 +420,13 @@ def _onnxruntime(m: Any, t: Target, version: Optional[str], cuda: Optional[str],
         if cuda and (major(cuda) != b.cuda_major or (len(vkey(b.cuda)) > 1 and not matches(b.cuda, cuda))):
             continue
         k = kernels(m, t, "onnxruntime-gpu", ver, b.cuda_major, b.cuda)
+        if not k.ok and not (version and exact):  # an older release of the range may have kernels for the GPUs
+            for older in _older_in_range(m, "onnxruntime-gpu", b, ver):
+                alt = kernels(m, t, "onnxruntime-gpu", older, b.cuda_major, b.cuda)
+                if alt.ok:
+                    ver, k = older, alt
+                    shown = _shown(ver, exact)
+                    break
         fit = driver_fit(m, t.driver, k.cuda or b.cuda, t.driver_os)
         low, low_ref = _floor(m, None, b.cuda_major, ref)
         arch_ok, arch_text = _arch(t, low)
