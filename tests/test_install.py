@@ -126,10 +126,9 @@ PROFILES = (
     # jax 0.11 and later require Python 3.12 (their wheels' Requires-Python): 3.11 gets 0.10
     Profile("jax-py311", "jax --driver 575.57.08 --cc 9.0 --python 3.11", ("jax 0.10.* (cuda12)",)),
     Profile("cupy-r535", "cupy --driver 535.104.05 --cc 8.9 --python 3.11", ("cupy 14.* (cupy-cuda12x)",)),
-    # 1.15-1.20's CUDA 11 builds are CUDA 11.8: R470 (CUDA 11.4) runs them only through minor-version
-    # compatibility, which holds for SASS only, and their kernels are not recorded; 1.11-1.12 are CUDA 11.4
-    # (https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements)
-    Profile("ort-r470", "onnxruntime-gpu --driver 470.82.01 --cc 8.6 --python 3.10", ("onnxruntime-gpu 1.12.* (CUDA 11)",)),
+    # 1.18's CUDA 11 build is CUDA 11.8: R470 (CUDA 11.4) runs it only through minor-version compatibility,
+    # which holds for SASS only; the wheel has SASS for sm_80, which runs on 8.6 (framework_archs.json)
+    Profile("ort-r470", "onnxruntime-gpu --driver 470.82.01 --cc 8.6 --python 3.10", ("onnxruntime-gpu 1.18.* (CUDA 11)",)),
     Profile("ort-r580", "onnxruntime-gpu --driver 580.65.06 --cc 8.9 --python 3.12", ("onnxruntime-gpu 1.31.* (CUDA 13)",)),
     # several packages share the CUDA major
     Profile("stack-cuda13", "torch cupy jax --driver 580.65.06 --cc 9.0 --python 3.12",

@@ -82,7 +82,8 @@ TABLE: List[Tuple[str, str, str]] = [
      "minor-version"),  # [ort22212]: SASS for 8.9 (sm_86), so no PTX JIT is needed under R525
     ("onnxruntime-gpu --gpu B200 --driver 580.65.06 --python 3.12", "onnxruntime-gpu 1.28.* (CUDA 13)", "SASS"),
     # ^ 1.29-1.31 carry no sm_100 SASS and no PTX [ortw]: the newest with kernels for B200 is 1.28
-    ("onnxruntime-gpu --gpu A100 --driver 470.82.01 --python 3.10", "onnxruntime-gpu 1.12.* (CUDA 11)", "natively"),
+    ("onnxruntime-gpu --gpu A100 --driver 470.82.01 --python 3.10", "onnxruntime-gpu 1.18.* (CUDA 11)", "SASS"),
+    # ^ CUDA 11.8 under R470's minor-version compatibility: SASS for sm_80 in the wheel [ortw], so no PTX JIT
     ('onnxruntime-gpu --gpu "RTX 5090" --driver 570.124.06 --python 3.12', "onnxruntime-gpu 1.26.* (CUDA 12)",
      "only PTX"),
     # ---- vLLM [vllm] with torch's builds [pt]

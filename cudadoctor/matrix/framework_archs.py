@@ -30,7 +30,7 @@ class BuildArchs:
     cuda_major: int
     cuda: Optional[str]  # the CUDA the build is made with ('12.5'); None: not known
     sass: Tuple[str, ...]  # compute capabilities with SASS ('8.0')
-    ptx: Tuple[str, ...]  # compute capabilities with PTX only ('9.0')
+    ptx: Tuple[str, ...]  # compute capabilities with PTX ('9.0'; '9.0a': arch-specific, JIT for 9.0 only)
     source: str
     confidence: str
     note: Optional[str] = None
@@ -54,8 +54,10 @@ class BuildArchs:
 
 
 def _sm(cc: str) -> str:
-    parsed = parse_compute_capability(cc)
-    return f"sm_{parsed[0]}{parsed[1]}" if parsed else cc
+    """'9.0' -> 'sm_90'; '9.0a' -> 'sm_90a' (arch-specific: that compute capability only)."""
+    suffix = cc[-1] if cc[-1:] in ("a", "f") else ""
+    parsed = parse_compute_capability(cc[:-1] if suffix else cc)
+    return f"sm_{parsed[0]}{parsed[1]}{suffix}" if parsed else cc
 
 
 @frozen
@@ -106,7 +108,7 @@ def invariants(data: FrameworkArchData, matrix: Any) -> List[str]:
                 c.add(where, f"CUDA {b.cuda} is not of CUDA major {b.cuda_major}")
             c.cuda(where, b.cuda)
         for name, ccs in (("sass", b.sass), ("ptx", b.ptx)):
-            parsed = [parse_compute_capability(x) for x in ccs]
+            parsed = [parse_compute_capability(x.rstrip("af")) for x in ccs]
             if None in parsed or parsed != sorted(set(p for p in parsed if p)):
                 c.add(where, f"{name} is not a sorted list of compute capabilities")
         later = [x for x in data.builds[i + 1:] if x.framework == b.framework and x.cuda_major == b.cuda_major]
