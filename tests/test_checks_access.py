@@ -513,7 +513,11 @@ def test_inside_the_branch_window_is_silent() -> None:
     last = branch_window("pascal").last_driver_branch
     assert first and last
     assert facts(gpu_name="NVIDIA GeForce RTX 5090", driver_version=f"{first[1:]}.86.16") == []
-    assert facts(gpu_name="NVIDIA GeForce GTX 1080", driver_version=f"{last[1:]}.65.06") == []
+    # nothing wrong on Pascal's last branch; a note says it is the last one
+    pascal = facts(gpu_name="NVIDIA GeForce GTX 1080", driver_version=f"{last[1:]}.65.06")
+    assert [(f.code, f.severity) for f in pascal] == [("driver-last-branch-for-gpu", Severity.INFO)]
+    assert pascal[0].title == f"{last} is the last driver branch for Pascal GPUs (GPU 0)"
+    assert "Nothing is wrong now" in pascal[0].why
     assert facts(gpu_name="NVIDIA GeForce RTX 5090") == []  # driver unknown
     # GPU unknown: no verdict on its driver window, and a note that says why
     assert codes(facts(gpu_name="Some Future GPU", driver_version="535.104.05")) == ["gpu-not-in-data"]

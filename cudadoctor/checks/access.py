@@ -331,6 +331,7 @@ def check_driver_for_gpu(snap: Snapshot, matrix: Matrix) -> List[Finding]:
         return []
     # one finding per GPU model, not one per GPU: eight old cards are one problem
     groups: Dict[Tuple[str, str], Tuple[Any, str, List[int]]] = {}
+    last: Dict[str, Tuple[Any, str, List[int]]] = {}  # architectures on a branch at or below their last one
     for g in gpus(snap):
         model = matrix.gpus.identify(name=g.name, pci_device_id=g.pci_device_id)
         cc = g.compute_capability or (model.compute_capability if model else None)
@@ -340,7 +341,9 @@ def check_driver_for_gpu(snap: Snapshot, matrix: Matrix) -> List[Finding]:
         if support.kind in ("driver_too_old_for_gpu", "driver_dropped_gpu"):
             name = g.name or (model.name if model else f"GPU {g.index}")
             groups.setdefault((support.kind, name), (support, cc, []))[2].append(g.index)
-    out: List[Finding] = []
+        elif support.kind == "ok" and support.last_branch and support.architecture is not None:
+            last.setdefault(support.architecture.name, (support, cc, []))[2].append(g.index)
+    out: List[Finding] = [_last_branch(matrix, driver, support, cc, indexes) for support, cc, indexes in last.values()]
     for (kind, name), (support, cc, indexes) in groups.items():
         arch = support.architecture.name if support.architecture else "?"
         which = f"{len(indexes)} × {name}" if len(indexes) > 1 else name
@@ -370,6 +373,27 @@ def check_driver_for_gpu(snap: Snapshot, matrix: Matrix) -> List[Finding]:
                 evidence=evidence, source=[ref("architectures.json", arch)],
             ))
     return out
+
+
+def _last_branch(matrix: Matrix, driver: str, support: Any, cc: str, indexes: List[int]) -> Finding:
+    """A supported GPU whose architecture has a last driver branch: what that means before it bites."""
+    arch = support.architecture
+    name = arch.name.capitalize()
+    tk = matrix.toolchain.can_compile("1.0", cc)  # the architecture's row: its last toolkit, if any
+    toolkit = (f" CUDA {tk.last_cuda} is the last toolkit that builds for it, so builds made with a newer CUDA (CUDA "
+               f"{int(tk.last_cuda.split('.')[0]) + 1} wheels of the frameworks) carry no code for it."
+               if tk.last_cuda else "")
+    return finding(
+        "driver-last-branch-for-gpu", INFO, Category.OTHER,
+        f"{support.last_branch} is the last driver branch for {name} GPUs (GPU {', '.join(map(str, indexes))})",
+        why=f"NVIDIA's drivers newer than branch {support.last_branch} do not drive {name} GPUs (compute capability "
+            f"{cc}); this driver, {driver} ({support.driver_branch}), still does.{toolkit} Nothing is wrong now: an "
+            "upgrade past that branch is what would break this machine.",
+        fix=f"Keep the driver on branch {support.last_branch} or older (hold its packages against upgrades), and "
+            "framework builds for a CUDA that branch runs.",
+        evidence=["driver.driver_version"] + [f"gpus[{i}].compute_capability" for i in indexes],
+        source=[ref("architectures.json", arch.name)] + ([f"toolkit_archs.json#{tk.sm}"] if tk.last_cuda else []),
+    )
 
 
 def _legacy(snap: Snapshot, matrix: Matrix, support: Any, cc: str) -> Any:
@@ -439,7 +463,8 @@ CHECKS = (
     Check("visible-devices", check_visible_devices,
           ("cuda-visible-devices-hides-all", "cuda-visible-devices-invalid", "nvidia-visible-devices-none"), 2,
           "CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES let GPUs through"),
-    Check("driver-for-gpu", check_driver_for_gpu, ("driver-too-old-for-gpu", "driver-dropped-gpu"), 1,
+    Check("driver-for-gpu", check_driver_for_gpu, ("driver-too-old-for-gpu", "driver-dropped-gpu",
+                                                   "driver-last-branch-for-gpu"), 1,
           "the driver branch supports every GPU's architecture"),
     Check("mig", check_mig, ("mig-enabled",), 2, "MIG mode"),
 )
