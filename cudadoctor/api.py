@@ -47,7 +47,29 @@ def collect(python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S, ho
     """
     from cudadoctor.probes import collect as run_probes
 
-    return run_probes(host or RealHost(), python=python, timeout=timeout, only=only)
+    return _name_pci_gpus(run_probes(host or RealHost(), python=python, timeout=timeout, only=only))
+
+
+def _name_pci_gpus(snapshot: Snapshot) -> Snapshot:
+    """A GPU seen only on the PCI bus (no driver answered for it) gets the model name gpus.json
+    gives its device id ('NVIDIA A100 80GB PCIe' for 0x20b5), not a bare 'NVIDIA GPU 0x20b5';
+    its ``source`` stays ``pci``."""
+    if not any(g.source == "pci" and not g.name and g.pci_device_id for g in snapshot.gpus or ()):
+        return snapshot
+    from dataclasses import replace
+
+    from cudadoctor.data.source import default_matrix
+
+    try:
+        gpus = default_matrix().gpus
+    except Exception:  # the data cannot be read: the facts stay as probed
+        return snapshot
+    named = []
+    for g in snapshot.gpus or ():
+        model = gpus.identify(pci_device_id=g.pci_device_id) if g.source == "pci" and not g.name and g.pci_device_id \
+            else None
+        named.append(replace(g, name=model.name) if model is not None else g)
+    return replace(snapshot, gpus=tuple(named))
 
 
 def diagnose(snapshot_or_facts: SnapshotLike, *, only: Optional[Sequence[str]] = None,
