@@ -32,7 +32,7 @@ GOLDEN = {
         "driver 470.82.01 (CUDA 11.4) · 1× NVIDIA GeForce RTX 3060 Laptop GPU (sm_86, 6 GiB) · torch 2.5.1+cu124"
         " · ✗ driver-too-old-for-build: torch 2.5.1+cu124 needs a newer NVIDIA driver than 470.82.01",
     "docker-nogpu-torch-cu126":
-        "driver unreadable (kernel module 550.120) · 1× NVIDIA GPU 0x2204 (PCI only) · torch 2.6.0+cu126"
+        "driver unreadable (kernel module 550.120) · 1× NVIDIA GeForce RTX 3090 (PCI only) · torch 2.6.0+cu126"
         " · ✗ container-without-gpu: this docker container was started without GPU access",
     "two-toolkits-ldpath-cudnn8-shadow":  # two warnings: the first is named, the title cut to fit
         "driver 550.120 (CUDA 12.4) · 1× NVIDIA GeForce RTX 4090 (sm_89, 24 GiB) · torch 2.4.1+cu124"
