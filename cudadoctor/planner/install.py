@@ -286,13 +286,33 @@ def _torch(matrix: Matrix, t: Target, members: Sequence[str], version: Optional[
     variant = matrix.pytorch.variant(found.version, found.variant)
     plan = from_torch(found, members, t.driver, variant.cudnn if variant is not None else None)
     if plan.gpu:
-        return plan, None
+        return replace(plan, notes=plan.notes + _compile_notes(matrix, t, found)), None
     plan = _cpu_because(plan, t)
     gpu = plan_torch(matrix, None, t.driver_os, t.python, t.compute_capabilities, t.platform,
                      version=found.version, gpu=True)
     if not isinstance(gpu, TorchPlan):  # no CUDA build of that release fits the GPUs: any release
         gpu = plan_torch(matrix, None, t.driver_os, t.python, t.compute_capabilities, t.platform, gpu=True)
     return plan, from_torch(gpu, members, None) if isinstance(gpu, TorchPlan) else from_no_plan(gpu)
+
+
+def _compile_notes(matrix: Matrix, t: Target, plan: TorchPlan) -> Tuple[str, ...]:
+    """What the plan means for torch.compile: Triton's compute-capability floor, and the kernels
+    Triton generates at run time, which minor-version compatibility does not cover."""
+    notes: Tuple[str, ...] = ()
+    pin = matrix.addons.triton_pin(plan.version) if t.platform.startswith("linux") else None
+    release = matrix.addons.triton_release(pin.triton) if pin is not None else None
+    if pin is not None and release is not None:
+        low = [cc for cc in t.compute_capabilities
+               if tuple(map(int, cc.split("."))) < tuple(map(int, release.min_compute_capability.split(".")))]
+        if low:
+            notes += (f"torch.compile: torch {plan.version} brings triton {pin.triton}, which needs compute capability "
+                      f">= {release.min_compute_capability} (not {', '.join(low)}); eager mode is unaffected "
+                      "(triton.json)",)
+    if plan.driver_rule == "minor_compat" and pin is not None:
+        notes += ("torch.compile: Triton compiles kernels at run time, which this build's SASS does not cover; under "
+                  "minor-version compatibility whether this driver loads them is not known from the data (a driver "
+                  f"of CUDA {plan.cuda}, {plan.min_driver} or newer, removes the question)",)
+    return notes
 
 
 def _cpu_because(plan: PackagePlan, t: Target) -> PackagePlan:
