@@ -283,6 +283,8 @@ def torch_plan(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optiona
     from cudadoctor.planner.torch import TorchPlan, plan_torch
 
     driver = driver_version(snap) if use_driver else None
+    if driver and upgraded_driver(snap, matrix, ccs):
+        driver = upgraded_driver(snap, matrix, ccs)  # the plan is for the driver the GPU needs
     args = (matrix, driver, os_of(snap), python_mm(snap), list(ccs), wheel_platform(snap))
     kept = matrix.pytorch.release(keep) if keep else None
     if kept is not None:
@@ -293,6 +295,29 @@ def torch_plan(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optiona
     return (found, None) if isinstance(found, TorchPlan) else (None, found)
 
 
+def upgraded_driver(snap: Snapshot, matrix: Matrix, ccs: Sequence[str]) -> Optional[str]:
+    """When this driver's branch predates a GPU (Blackwell on R550), the driver its fix installs
+    (checks/driver_fix.py): the first version of that branch's CUDA ('580.65.06' for R580), so a
+    framework fix beside it is planned for the driver the machine will have, not for one that cannot
+    drive the GPU. None when the driver supports every GPU."""
+    from cudadoctor.checks.driver_fix import upgrade_advice
+
+    driver = driver_version(snap)
+    if not driver:
+        return None
+    first = [s.first_branch for s in (matrix.gpus.driver_support(cc, driver) for cc in ccs)
+             if s.kind == "driver_too_old_for_gpu" and s.first_branch]
+    if not first:
+        return None
+    advice = upgrade_advice(snap, matrix, max(first, key=lambda b: int(b[1:])), list(ccs))
+    branch = next((b for b in matrix.cuda.branches if b.branch == advice.branch), None)
+    if branch is None:
+        return None
+    toolkit = next((t for t in matrix.cuda.toolkits if t.cuda.startswith(branch.max_cuda + ".")
+                    or t.cuda == branch.max_cuda), None)
+    return toolkit.linux_min_driver if toolkit is not None else None
+
+
 def torch_fix(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
               lead: str = "Install", avoid: Optional[str] = None) -> Tuple[str, List[str], Tuple[str, ...]]:
     """(fix text, commands, sources) installing the planned torch build in place of this one."""
@@ -300,7 +325,10 @@ def torch_fix(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional
     packages = torch_packages(snap)
     if plan is not None:
         caveat = ""
-        if plan.driver_rule == "minor_compat":
+        after = upgraded_driver(snap, matrix, ccs)
+        if after:
+            caveat = f" (for the driver upgrade the GPU needs, to {after} or newer)"
+        elif plan.driver_rule == "minor_compat":
             caveat = f" (it runs on this driver through minor-version compatibility; {plan.min_driver}+ removes that caveat)"
         if plan.ptx_jit:
             caveat += f" (compute capability {', '.join(plan.ptx_jit)} only through PTX JIT: a slow first start)"
