@@ -55,11 +55,17 @@ TABLE: List[Tuple[str, str, str]] = [
     ('torch --gpu "Jetson AGX Orin"', NONE, "--jetpack"),  # a Jetson without its JetPack: no guess
     ("torch --platform linux-aarch64 --driver 580.65.06 --gpu GH200 --python 3.12", "torch 2.15.0+cu130", "SASS"),  # [pt]
     ('torch --os wsl2 --driver 566.36 --gpu "RTX 4090" --python 3.12', "torch 2.14.1+cu126", "windows"),  # [pt]
-    # ---- TensorFlow: SASS sm_60/70/80/89, PTX compute_90 only, CUDA 12.5 [tfbi]
-    ("tensorflow --gpu H100 --driver 535.230.02 --python 3.11", "tensorflow 2.15.0 (CUDA 12.2)", "only PTX"),
-    # ^ 2.16-2.21 (CUDA 12.3/12.5) run on R535 only through minor-version compatibility, where their compute_90 PTX
-    #   cannot be JIT-compiled [compat]; 2.15 is CUDA 12.2, native on 535.230.02, with PTX compute_80: a last resort
-    ("tensorflow --gpu H100 --driver 580.65.06 --python 3.12", "tensorflow 2.21.0 (CUDA 12.5)", "only PTX"),  # [tfbi]
+    # ---- TensorFlow [tfbi]: TensorFlow's flags say sm_XY for SASS only and compute_XY for SASS and PTX; 2.21's
+    #      libtensorflow_cc.so.2 has sm_60/70/80/89/90 cubins and compute_90 PTX in each of its 249 fatbins
+    ("tensorflow --gpu H100 --driver 535.230.02 --python 3.11", "tensorflow 2.21.0 (CUDA 12.5)", "SASS"),
+    # ^ CUDA 12.5 on R535 through minor-version compatibility [compat], which SASS for sm_90 makes safe
+    ("tensorflow --gpu H100 --driver 580.65.06 --python 3.12", "tensorflow 2.21.0 (CUDA 12.5)", "natively"),
+    ("tensorflow --gpu H100 --driver 535.230.02 --version 2.15.0", "tensorflow 2.15.0 (CUDA 12.2)", "only PTX"),
+    # ^ 2.15 has compute_80 as its newest target: PTX JIT on sm_90, natively (CUDA 12.2 on 535.230.02)
+    ("tensorflow --gpu H100 --driver 525.60.13 --version 2.15.0", NONE, "535.54.03"),
+    # ^ ... which R525 (CUDA 12.0) cannot JIT-compile: CUDA 12.2 PTX needs 535.54.03 [compat]
+    ("tensorflow --gpu A100 --driver 470.82.01 --python 3.10", "tensorflow 2.14.0 (CUDA 11.8)", "SASS"),
+    # ^ 2.12-2.14 (CUDA 11.8) have sm_80 SASS (compute_80), so R470's minor-version compatibility holds
     ('tensorflow --gpu "RTX 5090" --driver 570.124.06 --python 3.12', NONE, "CUDA 12.8 or newer"),  # [tf101746]
     ('tensorflow --gpu "RTX 4090" --driver 535.104.05 --python 3.12', "tensorflow 2.21.0 (CUDA 12.5)", "SASS"),  # [tfbi]
     ('tensorflow --gpu "RTX 4090" --driver 560.35.03 --python 3.12', "tensorflow 2.21.0 (CUDA 12.5)", "natively"),
@@ -117,7 +123,10 @@ def _target(matrix: Matrix, flags: List[str]):  # type: ignore[no-untyped-def]
 
 def _plan(matrix: Matrix, row: str) -> PackageResult:
     package, *flags = shlex.split(row)
-    return plan_install(matrix, _target(matrix, flags), [package]).results[0]
+    version = flags[flags.index("--version") + 1] if "--version" in flags else None
+    if version is not None:
+        flags = [f for i, f in enumerate(flags) if f != "--version" and (i == 0 or flags[i - 1] != "--version")]
+    return plan_install(matrix, _target(matrix, flags), [package], version=version).results[0]
 
 
 def _text(r: PackageResult) -> str:

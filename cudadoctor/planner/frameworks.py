@@ -267,6 +267,10 @@ def _tensorflow(m: Any, t: Target, version: Optional[str], cuda: Optional[str], 
         if not extra:
             notes += (f"tensorflow {ver} does not bring CUDA {row.cuda} and cuDNN {row.cudnn}: install them on the "
                       "system",)
+        if k.ptx:
+            notes += (f"through PTX JIT every TensorFlow kernel is compiled at first use for compute capability "
+                      f"{', '.join(k.ptx)}: a start of many minutes, cached in ~/.nv/ComputeCache only up to CUDA_CACHE_MAXSIZE (raise it, e.g. "
+                      "export CUDA_CACHE_MAXSIZE=4294967296; tensorflow/tensorflow#62320)",)
         reasons = [Reason(f"tensorflow {ver} is built with CUDA {row.cuda} and cuDNN {row.cudnn}"
                           + (", which the [and-cuda] extra installs as pip wheels" if extra else ""), (ref,))]
         reasons += [r for r in ((k.reason or _arch_reason(t, low, None, low_ref)),) if r]
