@@ -255,7 +255,11 @@ def tf_arch_lists(build: FrameworkBuild) -> Optional[ArchLists]:
     if not own:
         return None
     archs, ptx = parse_arch_list(own)
-    return ArchLists(archs, ptx, "cuda_compute_capabilities in tensorflow's build_info.py", ()) if archs or ptx else None
+    # TensorFlow's flags (unlike torch's get_arch_list): compute_XY builds SASS and PTX for XY
+    # (cuobjdump of tensorflow-2.21.0: sm_90 cubins beside compute_90 PTX; framework_archs.json)
+    archs = tuple(dict.fromkeys(archs + ptx))
+    return ArchLists(archs, ptx, "cuda_compute_capabilities in tensorflow's build_info.py",
+                     ("framework_archs.json",)) if archs or ptx else None
 
 
 def support(lists: ArchLists, gpu: GpuFact) -> Tuple[str, Optional[str]]:
