@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from cudadoctor.reports.build import make_report
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.host import DEFAULT_TIMEOUT_S, Host, RealHost
-from cudadoctor.model import Finding, Report, SmokeResult, Snapshot
+from cudadoctor.model import Finding, Report, Severity, SmokeResult, Snapshot
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -173,7 +173,7 @@ def explain(error: Union[str, BaseException], *, check: bool = True, snapshot: O
 def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mapping[str, Any], "Target"] = None, *,
                  manager: Optional[str] = None, version: Optional[str] = None, cuda: Optional[str] = None,
                  index_url: Optional[str] = None, python: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 host: Optional[Host] = None) -> "InstallResult":
+                 host: Optional[Host] = None, upgrade: bool = False) -> "InstallResult":
     """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu, as ``cudadoctor install``
     does: exact pins, index or channel, what to uninstall first, and why.
 
@@ -182,7 +182,8 @@ def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mappin
     (['RTX 4090']), ``ccs`` (['8.9']), ``python`` ('3.11'), ``os`` (linux, windows, wsl2),
     ``platform`` (linux-x86_64, ...), ``gpu`` (True: plan a CUDA build with no GPU named), or a
     :class:`~cudadoctor.planner.target.Target`. ``result.ok`` is False when a package has no plan
-    (``results[i].nofit`` says what would fit).
+    (``results[i].nofit`` says what would fit). On this machine a package whose installed build
+    works is kept (``results[i].kept`` says why) unless ``upgrade`` (or ``version``, ``cuda``).
 
     >>> r = cudadoctor.plan_install("torch", {"driver": "550.54.15", "gpus": ["RTX 4090"], "python": "3.11"})
     >>> r.ok, r.results[0].plan.label
@@ -198,7 +199,7 @@ def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mappin
     if index_url is not None and not re.match(r"^(https?|file)://\S+$", index_url):
         raise CudadoctorError(f"index_url {index_url}: not an http(s) URL")
     return plan(matrix, _install_target(matrix, target, python, timeout, host), names, manager, version, cuda,
-                index_url)
+                index_url, upgrade)
 
 
 def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *, python: Optional[str] = None,
@@ -473,8 +474,43 @@ def machine_target(matrix: Matrix, python: Optional[str], timeout: float, host: 
         path = checked_interpreter(path, host, option)
     snapshot = collect(python=path, timeout=timeout, host=host, only=_INSTALL_PROBES)
     target = from_snapshot(snapshot, matrix, interpreter=path)
+    target = replace(target, working=working_builds(snapshot, matrix, target))
     # neither a version nor a path ('three'): the planner's check says what a version looks like
     return with_python(target, python) if python is not None and path is None else target
+
+
+def working_builds(snapshot: Snapshot, matrix: Matrix, target: "Target") -> Tuple[Tuple[str, str], ...]:
+    """(framework, why) of the installed builds known to work here: a CUDA build (its own
+    variant, or PyPI's build of a plain pip version), which the planner would pick again for this
+    machine at that version and build (kernels for every GPU, a driver that runs its CUDA), with
+    no error or warning of the checks about it, and whose smoke suite passed when it ran."""
+    from cudadoctor.checks import run_checks
+    from cudadoctor.planner.install import installed_build_fits
+
+    if not target.gpu_build or not target.compute_capabilities or target.jetson_l4t:
+        return ()  # a Jetson's wheels are not PyPI's: what its torch is cannot be told from its version
+    try:
+        findings = run_checks(snapshot, matrix)
+    except Exception:  # no verdict, no claim that anything works
+        return ()
+    if any(f.severity in (Severity.ERROR, Severity.CRASHED) for f in findings):
+        return ()  # a machine with an error works for no framework (a container without its GPU, ...)
+    out: List[Tuple[str, str]] = []
+    for name in ("torch", "tensorflow", "jax", "cupy", "onnxruntime-gpu"):
+        family = "onnxruntime" if name == "onnxruntime-gpu" else name
+        label = installed_build_fits(matrix, target, name)
+        if label is None:
+            continue
+        flagged = [f for f in findings if f.severity in (Severity.ERROR, Severity.WARNING, Severity.CRASHED)
+                   and any(e == f"frameworks.{family}" or e.startswith((f"frameworks.{family}.", f"frameworks[{family}]"))
+                           for e in f.evidence)]
+        suites = [r for r in snapshot.smoke or () if r.suite == family]
+        if flagged or any(r.status not in ("passed", "skipped") for r in suites):
+            continue
+        smoke = "its smoke suite passed" if any(r.status == "passed" for r in suites) else "smoke not run"
+        out.append((name, f"{label} works here: it has kernels for every GPU and this driver runs its CUDA, the "
+                          f"checks found nothing about it, {smoke}"))
+    return tuple(out)
 
 
 def looks_like_path(value: str) -> bool:

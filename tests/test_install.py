@@ -285,8 +285,10 @@ def target_with(m: Matrix, installed: Tuple[Installed, ...], **kw: Any) -> Any:
 
 
 def test_a_cpu_torch_on_a_gpu_machine_is_uninstalled_first(m: Matrix) -> None:
-    t = target_with(m, (Installed("torch", "2.14.1+cpu", "torch", "cpu"),
-                        Installed("torchvision", "0.29.1+cpu", "torchvision", "cpu")),
+    """pip keeps an installed torch whose version matches the pin, whatever its build: the CPU
+    build of the planned release goes first (another release is replaced by pip itself)."""
+    t = target_with(m, (Installed("torch", "2.15.0+cpu", "torch", "cpu"),
+                        Installed("torchvision", "0.29.2+cpu", "torchvision", "cpu")),
                     driver="580.65.06", ccs=["8.9"], python="3.12")
     r = plan_install(m, t, ["torch"]).results[0]
     assert r.steps is not None and r.plan is not None
@@ -516,3 +518,46 @@ def test_cupy_says_why_its_cuda13_build_was_passed_over(capsys: pytest.CaptureFi
 def test_the_cuda_floor_per_major() -> None:
     toolchain = default_matrix().toolchain
     assert (toolchain.cuda_floor(13), toolchain.cuda_floor(12), toolchain.cuda_floor(11)) == ("7.5", "5.0", "3.5")
+
+
+# ---------------------------------------------------------------------- a working stack is kept
+
+
+H100 = "h100-driver580-torch211-cu130"
+
+
+def test_a_working_torch_is_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    """The real H100 of the proof kit: torch 2.11.0 from PyPI (its cu130 build) works there."""
+    code, out, err = cli_text(["torch", "--machine", str(MACHINES / H100)], capsys)
+    assert code == 0 and err == ""
+    assert "torch: nothing to install" in out and "torch 2.11.0+cu130 works here" in out
+    assert "pip install" not in out and "pip uninstall" not in out
+
+
+def test_an_upgrade_never_removes_a_pure_python_dependent(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli_text(["torch", "--upgrade", "--machine", str(MACHINES / H100)], capsys)
+    assert code == 0
+    assert "torch-geometric" not in out  # pure Python: it works with the new torch
+    assert out.splitlines()[0] == "pip uninstall -y torchaudio"  # no torchaudio release pairs with 2.15.0
+    assert "no torchaudio release pairs with torch 2.15.0+cu130" in out
+
+
+def test_torch_named_distributions_are_not_torch(m: Matrix) -> None:
+    from cudadoctor.planner.target import _family
+
+    assert [_family(n) for n in ("torch", "pytorch", "torch-geometric", "torchvision", "xformers", "flash_attn")] == \
+        ["torch", "torch", None, "torchvision", "torch-extension", "torch-extension"]
+
+
+def test_compiled_extensions_go_with_the_torch_they_were_built_for(m: Matrix) -> None:
+    target = dataclasses.replace(described(m, driver="580.65.06", gpus=["H100"], python="3.12"), installed=(
+        Installed("torch", "2.8.0+cu128", "torch", "cuda", "12.8"), Installed("xformers", "0.0.32.post1", "torch-extension"),
+        Installed("torch-geometric", "2.8.0", "torch-geometric")))
+    r = plan_install(m, target, ["torch"]).results[0]
+    assert [i.name for i in r.uninstall] == ["xformers"]  # torch 2.8.0 is replaced by pip itself
+    assert any("compiled extension" in x.text for x in r.plan.reasons) if r.plan else False
+
+
+def test_a_broken_torch_is_not_kept(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = cli_text(["torch", "--machine", str(MACHINES / "laptop-rtx3060-driver470-torch25-cu124")], capsys)
+    assert "nothing to install" not in out and "pip install torch==" in out

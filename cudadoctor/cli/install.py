@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 @click.option("--jetpack", metavar="X.Y", help="...an NVIDIA Jetson with this JetPack release (6.2).")
 @click.option("--l4t", metavar="X.Y.Z", help="...an NVIDIA Jetson with this Jetson Linux release (36.4.3).")
 @click.option("--cuda", metavar="X.Y", help="Keep to builds of this CUDA (12.6, or a major: 12).")
+@click.option("--upgrade", is_flag=True, help="Plan the newest build that fits even where the installed one works.")
 @click.option("--index-url", "index_url", metavar="URL", help="A mirror of the plan's index (its variant path is kept).")
 @click.option("--verify", is_flag=True, help="Check that the index serves the wheels before printing (network).")
 @click.option("--timeout", type=click.FloatRange(min=0.1, max=600), default=DEFAULT_TIMEOUT_S, show_default=True,
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
 @click.option("--machine", type=click.Path(file_okay=False), hidden=True, help="Replay a recorded machine folder.")
 def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional[str], driver: Optional[str],
             gpus: Tuple[str, ...], ccs: Tuple[str, ...], python: Optional[str], os_name: Optional[str],
-            platform: Optional[str], jetpack: Optional[str], l4t: Optional[str], cuda: Optional[str], index_url: Optional[str], verify: bool, timeout: float,
+            platform: Optional[str], jetpack: Optional[str], l4t: Optional[str], cuda: Optional[str], upgrade: bool,
+            index_url: Optional[str], verify: bool, timeout: float,
             as_json: bool, machine: Optional[str]) -> int:
     """Plan the install of torch, tensorflow, jax, cupy or onnxruntime-gpu: the exact pins, the
     index or channel, and why; for this machine or a described one."""
@@ -56,7 +58,7 @@ def install(packages: Tuple[str, ...], version: Optional[str], manager: Optional
     if index_url is not None and not re.match(r"^(https?|file)://\S+$", index_url):
         raise CudadoctorError(f"--index-url {index_url}: not an http(s) URL")
     target, where = _target(matrix, driver, gpus, ccs, python, os_name, platform, timeout, machine, jetpack, l4t)
-    result = plan_install(matrix, target, packages, manager, version, cuda, index_url)
+    result = plan_install(matrix, target, packages, manager, version, cuda, index_url, upgrade)
     checked = _verify(matrix, result, timeout) if verify else None
     (print_json if as_json else print_text)(result, where, checked, matrix.data_version)
     if checked is not None and not all(v.ok for v in checked.values()):

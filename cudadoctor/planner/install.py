@@ -44,6 +44,7 @@ class PackageResult:
     gpu_build: Optional[Result] = None  # with a CPU plan: the GPU build of that release, and its needs
     uninstall: Tuple[Installed, ...] = ()
     steps: Optional[Steps] = None
+    kept: Optional[str] = None  # the installed build works here: why, and nothing is planned
 
 
 @frozen
@@ -56,7 +57,7 @@ class InstallResult:
 
     @property
     def ok(self) -> bool:
-        return all(r.plan is not None for r in self.results)
+        return all(r.plan is not None or r.kept is not None for r in self.results)
 
     @property
     def commands(self) -> List[str]:
@@ -93,9 +94,11 @@ class _Stack:
 
 def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manager: Optional[str] = None,
                  version: Optional[str] = None, cuda: Optional[str] = None,
-                 index_url: Optional[str] = None) -> InstallResult:
+                 index_url: Optional[str] = None, upgrade: bool = False) -> InstallResult:
     """Plan ``packages`` for ``target``. ``version`` keeps the one framework asked for to that
-    release or series; ``cuda`` ('12.6', '12') keeps every plan to builds of that CUDA."""
+    release or series; ``cuda`` ('12.6', '12') keeps every plan to builds of that CUDA. A package
+    whose installed build works here (``target.working``) is kept, and nothing is planned for it,
+    unless ``upgrade`` (or a version, or a CUDA) asks for another build."""
     requests = normalize_packages(packages)
     _check_version(matrix, requests, version)
     manager = manager or ("conda" if target.conda else "pip")
@@ -109,7 +112,11 @@ def plan_install(matrix: Matrix, target: Target, packages: Sequence[str], manage
     blocked = _driver_blocks_gpus(matrix, target)
     stack = _Stack()
     results = []
+    working = dict(target.working)
     for name, members in requests:
+        if name in working and not (upgrade or version or cuda):
+            results.append(PackageResult(name, members, None, None, kept=working[name]))
+            continue
         if blocked is not None:
             nofit = _blocked(matrix, target, name, members, version, cuda, blocked)
             results.append(PackageResult(name, members, None, nofit))
@@ -169,6 +176,34 @@ def _plan_one(matrix: Matrix, target: Target, name: str, members: Tuple[str, ...
         result = with_reason(result, Reason(f"uninstalled first: {why}"))
     remove = tuple(i for i, _ in removal)
     return PackageResult(name, members, result, None, gpu, remove, render(matrix, result, manager, remove, index_url))
+
+
+def installed_build_fits(matrix: Matrix, t: Target, name: str) -> Optional[str]:
+    """The label of the installed build of ``name`` ('torch 2.11.0+cu130') when the planner, kept
+    to that release and build, would choose it again for ``t``; else None (not installed, a CPU
+    build, a build that does not fit, or one that cannot be told)."""
+    if name == "torch":
+        installed = [i for i in t.of("torch") if i.installer == "pip"]
+        if len(installed) != 1 or not installed[0].version:
+            return None
+        variant = _torch_variant(matrix, installed[0], t.platform)
+        version = installed[0].version.split("+")[0]
+        var = matrix.pytorch.variant(version, variant) if variant else None
+        if var is None or not var.cuda:
+            return None
+        found = plan_torch(matrix, t.driver, t.driver_os, t.python, t.compute_capabilities, t.platform,
+                           version=version, cuda=var.cuda, gpu=True)
+        if isinstance(found, TorchPlan) and found.variant == variant and found.version == version:
+            return f"torch {found.label}"
+        return None
+    family = "onnxruntime" if name == "onnxruntime-gpu" else name
+    builds = [i for i in t.of(family) if i.variant == "cuda" and i.version and i.cuda]
+    if len(builds) != 1:
+        return None
+    i = builds[0]
+    version = ".".join(i.version.split("+")[0].split(".")[:3]) if i.version else ""
+    fits = plan_framework(matrix, name, t, version, str(major(i.cuda or "")), None)
+    return f"{name} {i.version} (CUDA {i.cuda})" if isinstance(fits, PackagePlan) else None
 
 
 def _jetson_driver(matrix: Matrix, target: Target, plan: PackagePlan) -> PackagePlan:
@@ -366,26 +401,39 @@ def _uninstall_torch(matrix: Matrix, t: Target, plan: PackagePlan, manager: str,
                      planned: Any) -> List[Tuple[Installed, str]]:
     conda = manager in ("conda", "pixi")
     out: List[Tuple[Installed, str]] = []
+    replaced = False  # the installed torch is replaced by another version or build
     for i in t.of("torch"):
+        same_version = (i.version or "").split("+")[0] == plan.version
+        variant = _torch_variant(matrix, i, t.platform)
+        replaced = replaced or not same_version or variant != plan.build
         if (i.installer == "conda") != conda:
             out.append((i, f"installed by {i.installer}, while {manager} installs the plan"))
-        elif not conda and _torch_variant(matrix, i) != plan.build:
-            out.append((i, f"build {_torch_variant(matrix, i) or 'unknown'}, not {plan.build} (pip keeps an installed "
-                           "torch whose version matches the pin, whatever its build)"))
+        elif not conda and same_version and variant != plan.build:
+            out.append((i, f"build {variant or 'unknown'}, not {plan.build} (pip keeps an installed torch whose "
+                           "version matches the pin, whatever its build)"))
     for c in COMPANIONS:
         for i in t.of(c):
             if c not in planned:
                 out.append((i, f"no {c} release pairs with {plan.label}"))
-            elif out:
+            elif out and (i.version or "").split("+")[0] == (getattr(plan.torch, c, None) or ""):
                 out.append((i, "built for the torch that goes"))
+    if replaced:  # compiled against the torch that goes: they would not load with the new one
+        out += [(i, f"a compiled extension built against the installed torch: it does not load with torch "
+                    f"{plan.label.split()[-1]}; reinstall it for that build (cudadoctor install {i.name})")
+                for i in t.of("torch-extension")]
     return out
 
 
-def _torch_variant(matrix: Matrix, i: Installed) -> Optional[str]:
-    """'cu124' or 'cpu' for an installed torch; None when it cannot be told (a conda build)."""
+def _torch_variant(matrix: Matrix, i: Installed, platform: str = "linux-x86_64") -> Optional[str]:
+    """'cu124' or 'cpu' for an installed torch; None when it cannot be told (a conda build). A pip
+    torch without a local version ('2.11.0', not '2.11.0+cu130') is PyPI's build of that release:
+    PyTorch's own indexes name every build."""
     if i.installer == "conda" or not i.version:
         return "conda"
     if "+" in i.version:
         return i.version.split("+", 1)[1]
+    if i.variant is None:
+        pypi = matrix.pytorch.pypi_variant(i.version, platform)
+        return str(pypi.name) if pypi is not None else None
     found = matrix.pytorch.variant_for_build(i.version, i.cuda if i.variant == "cuda" else None)
     return str(found.name) if found is not None else None

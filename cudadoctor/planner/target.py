@@ -26,9 +26,16 @@ OSES = ("linux", "windows", "wsl2")
 _DRIVER = re.compile(r"^\d{3,4}(\.\d{1,3}){1,2}$")
 _PYTHON = re.compile(r"^3\.\d{1,2}(\.\d+)?t?$")
 
-# Which framework a distribution belongs to (conda's names included).
-_FAMILIES = (("torchvision", "torchvision"), ("torchaudio", "torchaudio"), ("torch", "torch"), ("pytorch", "torch"),
+# Which framework a distribution belongs to (conda's names included). torch's are exact names: a
+# distribution merely named torch-something (torch-geometric) is pure Python and no build of torch.
+_FAMILIES = (("torchvision", "torchvision"), ("torchaudio", "torchaudio"),
              ("tensorflow", "tensorflow"), ("jax", "jax"), ("cupy", "cupy"), ("onnxruntime", "onnxruntime"))
+_EXACT = {"torch": "torch", "pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cpu": "torch"}
+# Compiled extensions built against one torch's C++ ABI (their wheels name it: xformers pins torch,
+# flash-attn's local version says torch2.8, PyG's extensions come per torch release): they do not
+# load with another torch, so a torch upgrade takes them out. (xformers.json, flash_attn.json)
+TORCH_EXTENSIONS = ("xformers", "flash-attn", "flash-attn-3", "torch-scatter", "torch-sparse", "torch-cluster",
+                    "torch-spline-conv", "pyg-lib", "torchao", "apex")
 
 
 @frozen
@@ -66,6 +73,7 @@ class Target:
     jetson_family: Optional[str] = None  # a described Jetson GPU ("Jetson Orin"), its JetPack given or not
     interpreter: Optional[str] = None  # --python PATH: the commands run its pip (PATH -m pip)
     externally_managed: Optional[bool] = None  # PEP 668: pip refuses to install into that interpreter
+    working: Tuple[Tuple[str, str], ...] = ()  # (framework, why) of installed builds known to work here
 
     @property
     def driver_os(self) -> str:
@@ -179,6 +187,10 @@ def installed_of(snap: Snapshot, matrix: Matrix) -> Tuple[Installed, ...]:
 
 
 def _family(name: str) -> Optional[str]:
+    if name in _EXACT:
+        return _EXACT[name]
+    if name in TORCH_EXTENSIONS or name.replace("_", "-") in TORCH_EXTENSIONS:
+        return "torch-extension"
     for prefix, framework in _FAMILIES:
         if name == prefix or name.startswith(prefix + "-") or (prefix == "jax" and name == "jaxlib"):
             return framework

@@ -59,6 +59,11 @@ def print_text(result: InstallResult, where: str, verified: Optional[Mapping[str
 
 
 def _package_text(r: PackageResult) -> None:
+    if r.kept is not None:
+        _echo(f"{r.name}: nothing to install")
+        _echo(f"  - {r.kept}")
+        _echo("  - --upgrade plans the newest build that fits (or --version for another release)")
+        return
     if r.plan is not None:
         _echo(f"{r.plan.label}: why")
         for reason in r.plan.reasons:
@@ -158,7 +163,8 @@ def _result_dict(r: PackageResult) -> Dict[str, Any]:
     elif isinstance(r.gpu_build, NoFit):
         gpu = {"nothing_fits": nofit_dict(r.gpu_build)}
     return {
-        "package": r.name, "packages": list(r.packages), "status": "plan" if r.plan else "nothing_fits",
+        "package": r.name, "packages": list(r.packages),
+        "status": "kept" if r.kept else "plan" if r.plan else "nothing_fits", "kept": r.kept,
         "plan": plan_dict(r.plan) if r.plan else None, "nothing_fits": nofit_dict(r.nofit) if r.nofit else None,
         "uninstall": [{"name": i.name, "version": i.version, "installer": i.installer} for i in r.uninstall],
         "steps": steps_dict(r.steps) if r.steps else None, "gpu_build": gpu,
