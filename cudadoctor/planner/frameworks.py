@@ -161,7 +161,7 @@ def kernels(m: Any, t: Target, framework: str, version: str, cuda_major: Optiona
     elif t.compute_capabilities:
         sass = [cc for cc in t.compute_capabilities if cc not in ptx]
         parts = ([f"SASS for compute capability {', '.join(sass)}"] if sass else []) + \
-            ([f"only PTX for {', '.join(ptx)} (JIT-compiled at first use: a last resort)"] if ptx else [])
+            ([f"only PTX for compute capability {', '.join(ptx)} (JIT-compiled at first use: a last resort)"] if ptx else [])
         return Kernels(b, True, "", tuple(ptx), Reason(f"{framework} {version} has {' and '.join(parts)} "
                                                        f"({b.describe()})", sources))
     return Kernels(b, not missing, text, tuple(ptx), Reason(f"{framework} {version} {text}", sources) if text else None)

@@ -309,7 +309,7 @@ def _rejection(o: Option) -> str:
     if not o.arch_ok:
         return f"{o.label}: {o.arch_text}"
     if o.driver is not None and not o.driver_ok and o.ptx and o.driver.ok:
-        return (f"{o.label} has only PTX for {', '.join(o.ptx)}, which needs driver >= {o.driver.required} "
+        return (f"{o.label} has only PTX for compute capability {', '.join(o.ptx)}, which needs driver >= {o.driver.required} "
                 f"(CUDA {o.driver.cuda}) to JIT-compile")
     if o.driver is not None and not o.driver_ok and o.driver.ok:
         return (f"{o.label} runs on this driver only through minor-version compatibility, which needs SASS for "
