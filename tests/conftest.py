@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Tuple
 
@@ -14,6 +15,15 @@ from cudadoctor.host.recorded import RecordedHost
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
+
+# Bytecode is cached for the test run, in this process and in the commands it starts, also where
+# the shell sets PYTHONDONTWRITEBYTECODE (as this project's container does): without the cache
+# every `python -m cudadoctor` a test starts compiles the package again (0.55 s of CPU for `check
+# --no-smoke` against 0.2 s), and pytest rewrites every test module's asserts again on every run.
+# __pycache__ folders are ignored by git; tests that need a clean package folder set the variable
+# for their own command.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 DATA_DIR = Path(__file__).resolve().parents[1] / "compat_data"
