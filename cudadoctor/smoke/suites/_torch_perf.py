@@ -18,10 +18,11 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 try:
-    from . import _compare, _protocol
+    from . import _compare, _protocol, _shared_gpu
 except ImportError:  # run by path
     import _compare  # type: ignore[no-redef,import-not-found]
     import _protocol  # type: ignore[no-redef,import-not-found]
+    import _shared_gpu  # type: ignore[no-redef,import-not-found]
 
 import torch
 
@@ -39,7 +40,13 @@ def _is_cuda(device: str) -> bool:
 
 def time_loop(device: str, step: Callable[[], Any], iterations: int) -> float:
     """Seconds that ``iterations`` calls of ``step`` took, after WARMUP calls: CUDA events on
-    the device's current stream, or perf_counter on the CPU."""
+    the device's current stream, or perf_counter on the CPU; alone on the GPU among concurrent
+    suites (_shared_gpu)."""
+    with _shared_gpu.timed_alone():
+        return _time_loop(device, step, iterations)
+
+
+def _time_loop(device: str, step: Callable[[], Any], iterations: int) -> float:
     for _ in range(WARMUP):
         step()
     if not _is_cuda(device):
