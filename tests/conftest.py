@@ -84,8 +84,22 @@ def _isolated_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> "Tuple[Path, Path]":
-    """(the folder, the cudadoctor wheel): tests/wheelhouse.py, built once per session."""
+    """(the folder, the cudadoctor wheel): tests/wheelhouse.py, built once per test run. Under
+    pytest-xdist the workers share the run's temporary folder: the first to come builds the house
+    there (holding a lock), the others wait for it and use it."""
+    import fcntl
+
     import wheelhouse as house_module
 
-    house = tmp_path_factory.mktemp("wheelhouse")
-    return house, house_module.build(house)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        house = tmp_path_factory.mktemp("wheelhouse")
+        return house, house_module.build(house)
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above each worker's
+    house = shared / "wheelhouse"
+    with open(shared / "wheelhouse.lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        built = shared / "wheelhouse.built"
+        if not built.exists():
+            house.mkdir(exist_ok=True)
+            built.write_text(house_module.build(house).name)
+        return house, house / built.read_text()

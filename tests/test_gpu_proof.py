@@ -468,3 +468,42 @@ def test_the_side_by_side_step_measures_torch_on_the_smoke_suites_sizes(tmp_path
     assert outcome.note == "within 10%: driver_d2d, torch_suite_d2d, stress_gemm"
     assert json.loads(Path(ctx.path("comparison.json")).read_text())["torch"] == TORCH
     assert outcome.figures["of_peak_torch_stress_gemm"] == 0.66
+
+
+# --------------------------------------------------------------------------- check against collect_env
+
+
+H100_RECORDED = REPO / "benchmarks" / "recorded" / "h100-2026-11-28.json"
+
+
+def test_the_speed_step_says_both_ratios_against_their_budgets() -> None:
+    from gpu_proof_texts import ratios, verdict
+
+    recorded = json.loads(H100_RECORDED.read_text())["seconds"]
+    before = ratios(recorded)  # the H100 of 2026-11-28: suites one after the other
+    assert (before["check_ratio"], before["no_smoke_ratio"]) == (pytest.approx(2.697, abs=1e-3), pytest.approx(0.0951, abs=1e-4))
+    out = verdict(before)
+    assert out.status == FAIL
+    assert out.note.startswith("check/collect_env 2.697 (> 1); check --no-smoke/collect_env 0.0951 (> 0.05)")
+    fast = verdict(ratios({"check": [5.0, 5.4], "collect_env": [5.5, 6.1, 7.2], "check_no_smoke": [0.2, 0.25, 0.3]}))
+    assert fast.status == PASS and fast.note.startswith("check/collect_env 0.852 (<= 1); check --no-smoke/collect_env")
+    assert verdict(ratios({"check": [5.0]})).status == FAIL  # no collect_env: nothing shows the budget holds
+
+
+def test_the_phase_benchmark_reads_recorded_timings_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import check_phases
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    assert check_phases.main(["--recorded", str(H100_RECORDED)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("RECORDED timings, not measured here: NVIDIA H100 80GB HBM3")
+    assert "check --no-smoke --json / collect_env     0.095  MISS <= 0.05" in out
+    assert "check (quick smoke) / collect_env         2.697  MISS <= 1" in out
+    rounds = [{"phases": {"start": 0.05, "import": 0.04, "probes": 0.1, "checks": 0.02, "render": 0.01},
+               "probes": {"gpus": 0.08}, "calls": [("nvml init", 0.06), ("read_bytes", 0.01), ("read_bytes", 0.02)],
+               "peak_mib": 20.0}] * 3
+    summary = check_phases.summarize(rounds, {"python_pass": [0.02], "collect_env": [5.0, 6.0, 7.0]})
+    assert summary["total_s"] == pytest.approx(0.22) and summary["ratio_no_smoke"] == pytest.approx(0.22 / 6.0)
+    assert summary["calls_s"] == [("nvml init", 0.06), ("read_bytes", pytest.approx(0.03))]
