@@ -407,13 +407,22 @@ def checked_report(*, python: Optional[str] = None, timeout: float = DEFAULT_TIM
     python = checked_interpreter(python, host, option)
     if checks:
         _warm_checks()
-    snapshot = collect(python=python, timeout=timeout, host=host)
-    if strict_python:
-        answered(snapshot, python, option)
-    if smoke:
-        from cudadoctor.reports.build import with_quick_smoke
+    if not smoke:
+        snapshot = collect(python=python, timeout=timeout, host=host)
+        if strict_python:
+            answered(snapshot, python, option)
+        return make_report(snapshot, diagnose(snapshot, only=only) if checks else None)
+    from cudadoctor.probes import collect as run_probes
+    from cudadoctor.reports.build import EarlySmoke
 
-        snapshot = with_quick_smoke(snapshot, python)
+    early = EarlySmoke(python)  # the suites start while the other probes run
+    try:
+        snapshot = run_probes(host or RealHost(), python=python, timeout=timeout, when=(early.PROBES, early.start))
+        if strict_python:
+            answered(snapshot, python, option)
+        snapshot = early.attach(snapshot)
+    finally:
+        early.close()
     return make_report(snapshot, diagnose(snapshot, only=only) if checks else None)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Tuple
 
@@ -14,6 +15,15 @@ from cudadoctor.host.recorded import RecordedHost
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
+
+# Bytecode is cached for the test run, in this process and in the commands it starts, also where
+# the shell sets PYTHONDONTWRITEBYTECODE (as this project's container does): without the cache
+# every `python -m cudadoctor` a test starts compiles the package again (0.55 s of CPU for `check
+# --no-smoke` against 0.2 s), and pytest rewrites every test module's asserts again on every run.
+# __pycache__ folders are ignored by git; tests that need a clean package folder set the variable
+# for their own command.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machines")
 DATA_DIR = Path(__file__).resolve().parents[1] / "compat_data"
@@ -74,8 +84,22 @@ def _isolated_data_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> "Tuple[Path, Path]":
-    """(the folder, the cudadoctor wheel): tests/wheelhouse.py, built once per session."""
+    """(the folder, the cudadoctor wheel): tests/wheelhouse.py, built once per test run. Under
+    pytest-xdist the workers share the run's temporary folder: the first to come builds the house
+    there (holding a lock), the others wait for it and use it."""
+    import fcntl
+
     import wheelhouse as house_module
 
-    house = tmp_path_factory.mktemp("wheelhouse")
-    return house, house_module.build(house)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        house = tmp_path_factory.mktemp("wheelhouse")
+        return house, house_module.build(house)
+    shared = tmp_path_factory.getbasetemp().parent  # this run's folder, above each worker's
+    house = shared / "wheelhouse"
+    with open(shared / "wheelhouse.lock", "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        built = shared / "wheelhouse.built"
+        if not built.exists():
+            house.mkdir(exist_ok=True)
+            built.write_text(house_module.build(house).name)
+        return house, house / built.read_text()

@@ -6,6 +6,7 @@ and at function level; those under ``if TYPE_CHECKING:`` are for mypy and are le
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Dict, List, Set
 
@@ -62,10 +63,16 @@ def _type_checking_nodes(tree: ast.AST) -> Set[int]:
     return skip
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(name: str) -> ast.Module:
+    """Module ``name``'s syntax tree, parsed once for all the tests here."""
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+
+
 def _imports(name: str) -> Set[str]:
     """The modules of ours that module ``name`` imports (``from a import b``: a.b when b is a module)."""
     path = MODULES[name]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(name)
     skip = _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: Set[str] = set()
@@ -91,7 +98,10 @@ def _imports(name: str) -> Set[str]:
     return found
 
 
-GRAPH = {name: _imports(name) for name in MODULES}
+@functools.lru_cache(maxsize=None)
+def graph() -> Dict[str, Set[str]]:
+    """Module -> the modules of ours it imports; read when a test first asks, not at collection."""
+    return {name: _imports(name) for name in MODULES}
 
 
 def _room(module: str) -> str:
@@ -110,7 +120,7 @@ def test_no_import_cycles() -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in GRAPH[v]:
+        for w in graph()[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -127,7 +137,7 @@ def test_no_import_cycles() -> None:
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for module in sorted(GRAPH):
+    for module in sorted(graph()):
         if module not in index:
             visit(module)
     assert cycles == []
@@ -141,7 +151,7 @@ def test_at_most_ten_modules_at_the_top_level() -> None:
 
 def test_each_room_imports_only_the_rooms_below_it() -> None:
     wrong = []
-    for module, imported in sorted(GRAPH.items()):
+    for module, imported in sorted(graph().items()):
         room = _room(module)
         for target in sorted(imported):
             other = _room(target)
@@ -151,22 +161,21 @@ def test_each_room_imports_only_the_rooms_below_it() -> None:
 
 
 def test_only_the_cli_and_the_integrations_import_the_api() -> None:
-    importers = sorted(m for m, imported in GRAPH.items() if "cudadoctor.api" in imported)
+    importers = sorted(m for m, imported in graph().items() if "cudadoctor.api" in imported)
     assert [m for m in importers if not m.startswith("cudadoctor.cli") and m not in WRAPPERS
             and m != "cudadoctor"] == []
 
 
 def test_the_smoke_suites_import_nothing_of_ours_outside_their_folder() -> None:
-    for module, imported in GRAPH.items():
+    for module, imported in graph().items():
         if module.startswith("cudadoctor.smoke.suites"):
             assert all(t.startswith("cudadoctor.smoke.suites") for t in imported), (module, imported)
 
 
 def test_no_module_imports_a_private_name_of_another_room() -> None:
     wrong = []
-    for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+    for module in MODULES:
+        for node in ast.walk(_tree(module)):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cudadoctor"):
                 source_room = _room(node.module) if node.module in MODULES else None
                 for alias in node.names:

@@ -269,3 +269,43 @@ def test_checks_survive_a_matrix_without_signatures() -> None:
     snap = with_smoke(H200, DRIVER_OK, TORCH_FAILED)
     found = [f for c in smoke_checks.CHECKS for f in c.fn(snap, NoSignatures())]
     assert [f.code for f in found] == ["smoke-framework-failed"] and found[0].source == ()
+
+
+# ---------------------------------------------------------------------------- figures against the datasheet
+
+
+def figures_note(snap: Snapshot) -> Optional[Finding]:
+    found = [f for f in check(snap) if f.code == "smoke-figures"]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_each_throughput_figure_says_its_fraction_of_the_datasheet_peak() -> None:
+    torch = SmokeResult("torch", "passed", "ok", tier="stress", tests=(
+        passed("bandwidth_d2d", gbs=2100.0, rw_gbs=4200.0), passed("bandwidth_h2d", gbs=50.0),
+        SmokeTest("stress_gemm", "passed", gpu=0, message="900 GEMMs 8192x8192 bf16 in 30.0 s: 791.6 TFLOPS over the "
+                  "GEMMs' own 12.5 s", metrics={"tflops": 791.6})))
+    note = figures_note(with_smoke(H200, torch))
+    assert note is not None and note.severity is Severity.INFO
+    assert "torch bandwidth_d2d 4200 GB/s of memory traffic, 0.88 of the NVIDIA H200's 4800 GB/s datasheet peak" in note.why
+    assert "torch stress_gemm 792 TFLOPS bf16 GEMM, 0.80 of the NVIDIA H200's 989.5 TFLOPS dense bf16 datasheet peak" \
+        in note.why
+    assert "bandwidth_h2d" not in note.why  # the host link is not the GPU's datasheet figure
+    assert note.source == ("gpus.json#NVIDIA H200", "gpu_peaks.json#NVIDIA H200")
+
+
+def test_a_gpu_the_data_does_not_know_gets_no_fraction_and_says_so() -> None:
+    driver = SmokeResult("driver", "passed", "ok", details={"gpu0": "NVIDIA GeForce RTX 3060 Laptop GPU, cc 8.6, 6144 MiB"},
+                         tests=(passed("d2d_bandwidth", bandwidth_gbs=150.0, traffic_gbs=300.0, theoretical_gbs=336.0),))
+    note = figures_note(with_smoke(LAPTOP, driver))
+    assert note is not None
+    assert ("driver d2d_bandwidth 300 GB/s of memory traffic; no datasheet peak: gpus.json gives no memory bandwidth "
+            "for the NVIDIA GeForce RTX 3060 Laptop GPU") in note.why
+    assert note.source == ()
+    unknown = dataclasses.replace(driver, details={"gpu0": "NVIDIA Imaginary X1, cc 9.9, 1024 MiB"})
+    said = figures_note(with_smoke(LAPTOP, unknown))
+    assert said is not None and "no datasheet peak: the data does not know this GPU" in said.why
+
+
+def test_no_note_without_a_throughput_figure() -> None:
+    assert figures_note(with_smoke(H200, DRIVER_OK)) is None

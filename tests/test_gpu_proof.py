@@ -355,11 +355,12 @@ def _metrics(**values: float) -> Dict[str, Any]:
     return {"metrics": values}
 
 
-def test_smoke_figures_within_15_percent_of_torch_pass() -> None:
+def test_smoke_figures_within_10_percent_of_torch_pass() -> None:
     out = compare(TORCH, _metrics(bandwidth_gbs=1700.0), _metrics(gbs=1850.0), _metrics(tflops=650.0), "bf16")
     assert out.status == PASS
     assert out.figures["driver_d2d_ratio"] == pytest.approx(0.944, abs=1e-3)
     assert out.figures["stress_gemm_ratio"] == pytest.approx(0.929, abs=1e-3)
+    assert compare(TORCH, _metrics(bandwidth_gbs=1580.0), None, None, "bf16").status == FAIL  # 0.88: beyond 10 %
 
 
 def test_a_smoke_figure_far_from_torch_fails_and_says_which() -> None:
@@ -421,8 +422,11 @@ def _report(*suites: Dict[str, Any]) -> Dict[str, Any]:
 QUICK_ON_A_GPU = _report(_suite("driver", "passed", _passed("d2d_bandwidth", bytes=268435456, reps=20, bandwidth_gbs=1700.0)),
                          _suite("torch", "passed", _passed("bandwidth_d2d", gbs=1750.0), duration=5.0),
                          _suite("julia", "skipped"))
-STRESS_ON_A_GPU = _report(_suite("torch", "passed", _passed(
-    "stress_gemm", "900 GEMMs 8192x8192 bf16 in 30.0 s (650.0 TFLOPS), each compared with the first result", tflops=650.0)))
+STRESS_ON_A_GPU = dict(_report(_suite("torch", "passed", _passed(
+    "stress_gemm", "900 GEMMs 8192x8192 bf16 in 30.0 s: 650.0 TFLOPS over the GEMMs' own 15.2 s", tflops=650.0))),
+    findings=[{"code": "smoke-figures", "why": "Each throughput figure ...: GPU 0 (NVIDIA H200): torch stress_gemm 650 "
+                                               "TFLOPS bf16 GEMM, 0.66 of the NVIDIA H200's 989.5 TFLOPS dense bf16 "
+                                               "datasheet peak. A healthy GPU ..."}])
 
 
 def _ctx(tmp_path: Path, gpus: int, **facts: Any) -> StepContext:
@@ -461,5 +465,47 @@ def test_the_side_by_side_step_measures_torch_on_the_smoke_suites_sizes(tmp_path
 
     outcome = side_by_side(_kit(str(tmp_path)))(ctx)
     assert outcome.status == PASS, outcome.note
-    assert outcome.note == "within 15%: driver_d2d, torch_suite_d2d, stress_gemm"
+    assert outcome.note == "within 10%: driver_d2d, torch_suite_d2d, stress_gemm"
     assert json.loads(Path(ctx.path("comparison.json")).read_text())["torch"] == TORCH
+    assert outcome.figures["of_peak_torch_stress_gemm"] == 0.66
+
+
+# --------------------------------------------------------------------------- check against collect_env
+
+
+H100_RECORDED = REPO / "benchmarks" / "recorded" / "h100-2026-11-28.json"
+
+
+def test_the_speed_step_says_both_ratios_against_their_budgets() -> None:
+    from gpu_proof_texts import ratios, verdict
+
+    recorded = json.loads(H100_RECORDED.read_text())["seconds"]
+    before = ratios(recorded)  # the H100 of 2026-11-28: suites one after the other
+    assert (before["check_ratio"], before["no_smoke_ratio"]) == (pytest.approx(2.697, abs=1e-3), pytest.approx(0.0951, abs=1e-4))
+    out = verdict(before)
+    assert out.status == FAIL
+    assert out.note.startswith("check/collect_env 2.697 (> 1); check --no-smoke/collect_env 0.0951 (> 0.05)")
+    fast = verdict(ratios({"check": [5.0, 5.4], "collect_env": [5.5, 6.1, 7.2], "check_no_smoke": [0.2, 0.25, 0.3]}))
+    assert fast.status == PASS and fast.note.startswith("check/collect_env 0.852 (<= 1); check --no-smoke/collect_env")
+    assert verdict(ratios({"check": [5.0]})).status == FAIL  # no collect_env: nothing shows the budget holds
+
+
+def test_the_phase_benchmark_reads_recorded_timings_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import check_phases
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    assert check_phases.main(["--recorded", str(H100_RECORDED)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("RECORDED timings, not measured here: NVIDIA H100 80GB HBM3")
+    assert "check --no-smoke --json / collect_env     0.095  MISS <= 0.05" in out
+    assert "check (quick smoke) / collect_env         2.697  MISS <= 1" in out
+    rounds = [{"phases": {"start": 0.05, "import": 0.04, "probes": 0.1, "checks": 0.02, "render": 0.01},
+               "probes": {"gpus": 0.08}, "calls": [("nvml init", 0.06), ("read_bytes", 0.01), ("read_bytes", 0.02)],
+               "peak_mib": 20.0}] * 3
+    summary = check_phases.summarize(rounds, {"python_pass": [0.02], "collect_env": [5.0, 6.0, 7.0],
+                                              "check": [0.2, 0.25, 0.3]})
+    assert summary["total_s"] == pytest.approx(0.22)  # the instrumented run's phases
+    assert summary["ratio_no_smoke"] == pytest.approx(0.25 / 6.0)  # the command's own time decides
+    assert summary["calls_s"] == [("nvml init", 0.06), ("read_bytes", pytest.approx(0.03))]

@@ -181,16 +181,14 @@ def _installed_copy(tmp_path: Path) -> Path:
     return Path(out)
 
 
-def test_an_installed_wheel_ships_the_data(tmp_path: Path) -> None:
+def test_an_installed_wheel_ships_the_data(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """Outside the source tree, the data must come from inside the package (force-included)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     package = _installed_copy(tmp_path)
-    if package.resolve() == (REPO / "cudadoctor").resolve():  # an editable install: build the wheel
-        wheels = tmp_path / "wheels"
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
-                       check=True, capture_output=True)
+    if package.resolve() == (REPO / "cudadoctor").resolve():  # an editable install: the test run's wheel
+        _, built = request.getfixturevalue("wheelhouse")
         site = tmp_path / "site"
-        with zipfile.ZipFile(next(wheels.glob("cudadoctor-*.whl"))) as wheel:
+        with zipfile.ZipFile(built) as wheel:
             wheel.extractall(site)
         env["PYTHONPATH"] = str(site)
     version = subprocess.run([sys.executable, "-m", "cudadoctor", "--version"], cwd=tmp_path, env=env,

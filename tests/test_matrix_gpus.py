@@ -364,3 +364,39 @@ def test_a_windows_r580_driver_numbered_581_is_still_r580() -> None:
     assert gpus.branch_major("581.57") == 580
     assert gpus.driver_support("6.1", "581.57").kind == "ok"  # Pascal's last branch is R580
     assert gpus.driver_support("6.1", "590.44.01").kind == "driver_dropped_gpu"
+
+
+# ---------------------------------------------------------------------------- datasheet peaks (gpu_peaks.json)
+
+
+def test_datasheet_peaks_of_an_h100_by_its_nvml_name_or_without_the_prefix(matrix: Matrix) -> None:
+    from cudadoctor.matrix.peaks import datasheet
+
+    name, peaks, bandwidth = datasheet(matrix, "H100 80GB HBM3")
+    assert name == "NVIDIA H100 80GB HBM3" and bandwidth == 3350
+    assert peaks is not None and (peaks.of("bf16"), peaks.of("tf32"), peaks.of("fp32")) == (989.5, 494.5, 67.0)
+    v100 = datasheet(matrix, "Tesla V100-SXM2-16GB")[1]
+    assert v100 is not None and v100.of("bf16") is None  # Volta has no bf16: no figure, not a guess
+    assert datasheet(matrix, "NVIDIA Imaginary X1") == (None, None, None)
+
+
+def test_every_peak_names_a_gpu_with_a_bandwidth_and_cites_a_source(matrix: Matrix) -> None:
+    from cudadoctor.matrix.peaks import invariants as peak_invariants
+
+    assert peak_invariants(matrix.peaks, matrix) == []
+    assert all(r.source.startswith("https://") for r in matrix.peaks.rows)
+
+
+def test_peak_invariants_catch_an_unknown_name_and_a_missing_bandwidth(data_copy: Path) -> None:
+    edit(data_copy, "gpu_peaks.json", lambda d: d["records"].append(
+        {"name": "NVIDIA Zeta 9", "fp32_tflops": 1.0, "source": "https://example.org", "confidence": "unverified"}))
+    edit(data_copy, "gpus.json", lambda d: record(d, "NVIDIA L4").pop("memory_bandwidth_gbs"))
+    problems = Matrix(str(data_copy)).validate()
+    assert "gpu_peaks.json: NVIDIA Zeta 9: no such GPU in gpus.json" in problems
+    assert "gpu_peaks.json: NVIDIA L4: gpus.json gives no memory_bandwidth_gbs for it" in problems
+
+
+def test_a_peak_record_without_any_figure_is_a_schema_error(data_copy: Path) -> None:
+    edit(data_copy, "gpu_peaks.json", lambda d: [r.pop(k) for r in d["records"][:1] for k in list(r) if k.endswith("_tflops")])
+    with pytest.raises(DataError):
+        Matrix(str(data_copy)).peaks

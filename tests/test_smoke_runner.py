@@ -28,6 +28,7 @@ def child(tmp_path: Path, body: str, name: str = "suite.py") -> str:
     """A child script next to a copy of _protocol.py, so `import _protocol` works by plain name as
     it does for a real suite run by path."""
     shutil.copy(SMOKE_DIR / "_protocol.py", tmp_path / "_protocol.py")
+    shutil.copy(SMOKE_DIR / "_shared_gpu.py", tmp_path / "_shared_gpu.py")
     path = tmp_path / name
     path.write_text(textwrap.dedent(body), encoding="utf-8")
     return str(path)
@@ -302,12 +303,69 @@ def test_missing_files_interpreters_and_suites(tmp_path: Path) -> None:
     assert run_suite("quantum").reason.startswith("no suite named 'quantum'")
 
 
-def test_run_suites_runs_each_in_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tier", ["quick", "standard"])
+def test_run_suites_gives_each_result_in_order(tmp_path: Path, tier: str) -> None:
     a = child(tmp_path, "import sys, _protocol\nsys.exit(_protocol.main('driver', lambda r, a: r.skip_suite('no GPU')))\n", "a.py")
     b = child(tmp_path, "import os\nos.abort()\n", "b.py")
-    results = run_suites(["driver", "torch"], paths={"driver": a, "torch": b}, timeout=30)
+    results = run_suites(["driver", "torch"], paths={"driver": a, "torch": b}, timeout=30, tier=tier)
     assert [(r.suite, r.status) for r in results] == [("driver", "skipped"), ("torch", "crashed")]
     assert results[0].reason == "no GPU"
+    assert float(results[0].details["peak_rss_mib"]) > 0  # each child's peak memory, reported
+
+
+# Each suite marks that it started, then waits for the other's mark: run one after the other, the
+# first would wait in vain and time out. In its timed section it checks that no other suite is in one.
+MEETS = """
+    import os, sys, time, _protocol, _shared_gpu
+    here = os.path.dirname(os.path.abspath(__file__))
+    me, other = sys.argv[0].rsplit("/", 1)[-1][:1], {"a": "b", "b": "a"}[sys.argv[0].rsplit("/", 1)[-1][:1]]
+
+    def body(rec, args):
+        open(os.path.join(here, me + ".started"), "w").close()
+        deadline = time.monotonic() + 20
+        while not os.path.exists(os.path.join(here, other + ".started")):
+            if time.monotonic() > deadline:
+                rec.error_suite("the other suite never started while this one ran")
+                return
+            time.sleep(0.01)
+        for _ in range(5):
+            with rec.test("timed") as t, _shared_gpu.timed_alone(t.metrics):
+                inside = os.path.join(here, me + ".inside")
+                open(inside, "w").close()
+                if os.path.exists(os.path.join(here, other + ".inside")):
+                    t.fail("two timed sections at once")
+                time.sleep(0.05)
+                os.unlink(inside)
+    sys.exit(_protocol.main("x", body))
+"""
+
+
+def test_the_quick_tier_runs_suites_at_once_and_their_timed_sections_in_turn(tmp_path: Path) -> None:
+    a, b = child(tmp_path, MEETS, "a.py"), child(tmp_path, MEETS, "b.py")
+    results = run_suites(["driver", "torch"], paths={"driver": a, "torch": b}, timeout=60)
+    assert [(r.suite, r.status) for r in results] == [("driver", "passed"), ("torch", "passed")], \
+        [(r.reason, r.stderr_tail) for r in results]
+    assert all(len(r.tests) == 5 and not any(t.metrics for t in r.tests) for r in results)
+    assert not list(tmp_path.glob("cudadoctor-smoke-*.lock"))
+
+
+def test_a_timed_section_without_a_lock_runs_as_it_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from cudadoctor.smoke.suites import _shared_gpu
+
+    monkeypatch.delenv(_shared_gpu.LOCK_ENV, raising=False)
+    with _shared_gpu.timed_alone():
+        pass
+    lock = tmp_path / "lock"
+    monkeypatch.setenv(_shared_gpu.LOCK_ENV, str(lock))
+    monkeypatch.setattr(_shared_gpu, "WAIT_S", 0.05)
+    import fcntl
+
+    with open(lock, "a") as holder:  # another suite hung inside its timed section
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+        metrics: Dict[str, float] = {}
+        with _shared_gpu.timed_alone(metrics):
+            pass
+    assert metrics == {"shared_gpu": 1.0}  # it ran all the same, and says so
 
 
 def test_the_suite_table() -> None:
@@ -462,7 +520,7 @@ def test_protocol_imports_only_the_standard_library() -> None:
         elif isinstance(node, ast.ImportFrom):
             modules.add("." if node.level else str(node.module).split(".")[0])
     allowed = {"__future__", "argparse", "contextlib", "ctypes", "faulthandler", "json", "math", "os", "re",
-               "signal", "sys", "time", "traceback", "typing"}
+               "resource", "signal", "sys", "time", "traceback", "typing"}
     assert modules and modules <= allowed, modules - allowed
 
 

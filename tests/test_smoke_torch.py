@@ -352,6 +352,47 @@ def test_stress_on_cpu_and_watch_without_nvml() -> None:
         assert watch.sample(0) == {}
 
 
+class FakeClock:
+    """A clock that moves only when told: the GEMM and the comparison each take a known time."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def mark(self) -> float:
+        return self.t
+
+    def seconds(self, begin: float, end: float) -> float:
+        return end - begin
+
+    def now(self) -> float:
+        return self.t
+
+
+def test_stress_rate_counts_the_gemms_not_their_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    gemm_s, verify_s, n = 0.25, 0.75, 64  # the comparison takes three times the GEMM
+    multiply, verify = perf._Gemm.multiply, perf._Gemm.verify
+
+    def slow_multiply(self: Any) -> Any:
+        clock.t += gemm_s
+        return multiply(self)
+
+    def slow_verify(self: Any, c: Any) -> None:
+        clock.t += verify_s
+        verify(self, c)
+
+    monkeypatch.setattr(perf._Gemm, "multiply", slow_multiply)
+    monkeypatch.setattr(perf._Gemm, "verify", slow_verify)
+    (result,) = perf.stress(["cpu"], 10.0, None, size=(n, "fp32"), clock=lambda device: clock, now=clock.now)
+    m = result["metrics"]
+    assert result["status"] == "passed", result["message"]
+    assert m["iterations"] >= 10 and m["seconds"] == pytest.approx(m["iterations"] * (gemm_s + verify_s))
+    assert m["gemm_seconds"] == pytest.approx(m["iterations"] * gemm_s)
+    assert m["tflops"] == pytest.approx(2 * n ** 3 / gemm_s / 1e12)  # the GEMM's rate, comparison left out
+    assert m["tflops_with_checks"] == pytest.approx(2 * n ** 3 / (gemm_s + verify_s) / 1e12)
+    assert f"TFLOPS over the GEMMs' own {m['gemm_seconds']:.1f} s" in result["message"]
+
+
 def test_allreduce_across_two_spawned_cpu_ranks() -> None:
     result = dist.allreduce([None, None], 1 << 20, 3, 60.0, backend="gloo")
     assert result["status"] == "passed", result["message"]
@@ -391,8 +432,8 @@ def test_suite_on_the_cpu_device_runs_every_quick_test() -> None:
     assert code == 0 and result["status"] == "passed", result
     names = [t["name"] for t in result["tests"]]
     assert names == ["allocation", "matmul_fp32", "matmul_tf32", "matmul_fp16", "matmul_bf16", "autograd_mlp",
-                     "autograd_conv", "gradcheck", "amp", "cudnn_conv", "bandwidth_h2d", "bandwidth_d2h",
-                     "bandwidth_d2d", "loaded_libraries"]
+                     "autograd_conv", "amp", "cudnn_conv", "bandwidth_h2d", "bandwidth_d2h",
+                     "bandwidth_d2d", "loaded_libraries"]  # gradcheck: standard tier
     assert all(t["duration_s"] >= 0 and t["gpu"] is None for t in result["tests"])
     assert result["framework"] == f"torch {torch.__version__}"
     assert result["details"]["lib.libtorch_cpu.dist"] == f"torch {torch.__version__}"
@@ -435,8 +476,9 @@ def test_gpu_quick_tier_passes() -> None:
     assert result["status"] == "passed", json.dumps(result, indent=1)
     by_name = {(t["name"], t["gpu"]): t for t in result["tests"]}
     assert by_name[("device_enumeration", None)]["status"] in ("passed", "skipped")
-    for name in ("matmul_fp32", "autograd_mlp", "autograd_conv", "gradcheck", "cudnn_conv", "amp"):
+    for name in ("matmul_fp32", "autograd_mlp", "autograd_conv", "cudnn_conv", "amp"):
         assert by_name[(name, 0)]["status"] == "passed"
+    assert ("gradcheck", 0) not in by_name  # the standard tier's
     assert by_name[("bandwidth_d2d", 0)]["metrics"]["gbs"] > 0
     details = result["details"]
     assert "libcudart" in details.get("lib.libcudart", "") or "libcudart" in json.dumps(details)

@@ -11,9 +11,9 @@ from cudadoctor.checks.base import Check
 
 def _table() -> Tuple[Check, ...]:
     checks: List[Check] = []
-    from cudadoctor.checks import access, addons, builds, hardware, horizon, jetson, libraries, signature, smoke, toolchain
+    from cudadoctor.checks import access, addons, builds, hardware, horizon, jetson, libraries, signature, smoke, smoke_figures, toolchain
 
-    for module in (access, jetson, builds, addons, horizon, libraries, toolchain, hardware, smoke, signature):
+    for module in (access, jetson, builds, addons, horizon, libraries, toolchain, hardware, smoke, smoke_figures, signature):
         checks.extend(module.CHECKS)
     return tuple(checks)
 

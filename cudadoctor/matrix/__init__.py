@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from cudadoctor.matrix.ecosystem import EcosystemData
     from cudadoctor.matrix.gpus import GpuData
     from cudadoctor.matrix.jetson import JetsonData
+    from cudadoctor.matrix.peaks import PeakData
     from cudadoctor.matrix.pytorch import PytorchData
     from cudadoctor.matrix.signatures import SignatureData
     from cudadoctor.matrix.toolchain import ToolchainData
@@ -31,8 +32,8 @@ __all__ = ["DataError", "Matrix"]
 
 # Each concern is a module of this package with TABLES (the files it reads), build(docs) -> its
 # typed rows and queries, and invariants(data, matrix) -> problems. Imported when first used.
-CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "toolchain", "pytorch", "ecosystem", "signatures", "jetson", "addons",
-                             "drivers", "framework_archs")
+CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "peaks", "toolchain", "pytorch", "ecosystem", "signatures", "jetson",
+                             "addons", "drivers", "framework_archs")
 
 # The concerns whose invariants have a module of their own (only `cudadoctor data validate` and the
 # tests need them); the others define ``invariants`` beside their rows.
@@ -87,6 +88,10 @@ class Matrix:
     @property
     def gpus(self) -> "GpuData":
         return cast("GpuData", self.concern("gpus"))
+
+    @property
+    def peaks(self) -> "PeakData":
+        return cast("PeakData", self.concern("peaks"))
 
     @property
     def toolchain(self) -> "ToolchainData":

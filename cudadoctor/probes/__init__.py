@@ -12,7 +12,7 @@ import datetime
 import threading
 import time
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from cudadoctor.version import __version__
 from cudadoctor.host import DEFAULT_TIMEOUT_S, Host
@@ -53,11 +53,15 @@ def collect(
     python: Optional[str] = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     only: Optional[Sequence[str]] = None,
+    when: Optional[Tuple[Sequence[str], Callable[[Snapshot], None]]] = None,
 ) -> Snapshot:
     """Run the probes against ``host`` and assemble a Snapshot.
 
     ``python`` is the target interpreter (default: the one running cudadoctor); ``timeout``
     bounds each external command; a probe as a whole gets a few commands' worth of time.
+    ``when=(names, callback)``: as soon as those probes have finished, ``callback`` gets a Snapshot
+    of their facts alone, in the thread of the last of them, while the others still run (``check``
+    starts its smoke suites so); an exception it raises is dropped.
     """
     ctx = Context(host=host, python=python, timeout=timeout)
     _start_early(ctx, only)
@@ -66,6 +70,8 @@ def collect(
     results: Dict[str, ProbeOutput] = {}
     durations: Dict[str, float] = {}
     threads: Dict[str, threading.Thread] = {}
+    waiting = [n for n in (when[0] if when else ()) if n in names]
+    lock = threading.Lock()
 
     def runner(name: str, fn: ProbeFn) -> None:
         start = time.monotonic()
@@ -76,6 +82,12 @@ def collect(
                 errors=[ProbeError(name, ErrorKind.ERROR, f"{type(exc).__name__}: {exc}")]
             )
         durations[name] = round(time.monotonic() - start, 4)
+        if when is not None and name in waiting:
+            with lock:
+                waiting.remove(name)
+                fire = not waiting
+            if fire:
+                _early(when, dict(results), dict(durations), probe_deadline(timeout))
 
     for name in names:
         thread = threading.Thread(target=runner, args=(name, registry[name]), daemon=True)
@@ -88,6 +100,15 @@ def collect(
 
     # Copies: a probe that overran may still finish, and write, while the Snapshot is built.
     return assemble(names, dict(results), dict(durations), probe_deadline(timeout))
+
+
+def _early(when: Tuple[Sequence[str], Callable[[Snapshot], None]], results: Mapping[str, ProbeOutput],
+           durations: Mapping[str, float], deadline: float) -> None:
+    names, callback = when
+    try:
+        callback(assemble([n for n in names if n in results], results, durations, deadline))
+    except Exception:  # the caller finds out that nothing started, and does it after collect
+        pass
 
 
 # Commands the probes always run, whatever the machine (ldconfig, the compilers' versions): started

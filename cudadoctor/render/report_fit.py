@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from cudadoctor.model import Library, Package, Report, Snapshot
-from cudadoctor.render.report_markdown import Layout, report_markdown
+from cudadoctor.render.report_markdown import Layout, Memo, report_markdown
 
 # Aim below the hard limit: the user's own words share the issue body with the report.
 DEFAULT_BUDGET = 60_000
@@ -42,17 +42,21 @@ def fit_markdown(report: Report, budget: int = DEFAULT_BUDGET) -> Tuple[str, Tup
     """The Markdown of ``report`` in at most ``budget`` characters, and what was cut to get there."""
     original = report
     layout = Layout(limit=budget)
-    text = report_markdown(report, layout)
+    memo: Memo = {}  # the parts a stage leaves as they were are not rendered again
+    text = report_markdown(report, layout, memo)
     for stage in STAGES:
         if size(text) <= budget:
             return text, layout.cuts
-        report, layout = stage(report, layout)
-        layout = dataclasses.replace(layout, cuts=tuple(describe_cuts(original, report, layout)))
-        text = report_markdown(report, layout)
+        shortened, layout_after = stage(report, layout)
+        if shortened is report and layout_after == layout:
+            continue  # this stage finds nothing to cut here
+        report = shortened
+        layout = dataclasses.replace(layout_after, cuts=tuple(describe_cuts(original, report, layout_after)))
+        text = report_markdown(report, layout, memo)
     if size(text) > budget:  # only a report made of gigantic findings gets here
         layout = dataclasses.replace(layout, cuts=layout.cuts + ("the end of the report",))
         marker = "\n\n… (truncated)\n"
-        text = report_markdown(report, layout)
+        text = report_markdown(report, layout, memo)
         text = text[: max(0, budget - len(marker))]
         while text and size(text) + len(marker) > budget:
             text = text[:-64]
@@ -98,6 +102,10 @@ def describe_cuts(original: Report, report: Report, layout: Layout) -> List[str]
 
 
 def _snap(report: Report, **changes: Any) -> Report:
+    """``report`` with these snapshot fields changed; the report itself when none differs (the
+    fitting loop then knows that nothing was cut)."""
+    if all(getattr(report.snapshot, name) == value for name, value in changes.items()):
+        return report
     return dataclasses.replace(report, snapshot=dataclasses.replace(report.snapshot, **changes))
 
 

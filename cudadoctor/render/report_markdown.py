@@ -13,7 +13,7 @@ import dataclasses
 import json
 import re
 from collections import Counter
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 from cudadoctor.record import frozen
 
 from cudadoctor.model import Report, Severity, Snapshot
@@ -29,6 +29,9 @@ from cudadoctor.render.text import data_label, framework_line, sections
 
 GITHUB_LIMIT = 65_536  # characters in an issue or comment body
 
+T = TypeVar("T")
+Memo = Dict[Tuple[Any, ...], Tuple[Report, Any]]
+
 
 @frozen
 class Layout:
@@ -43,8 +46,13 @@ class Layout:
     limit: int = GITHUB_LIMIT  # the size it must fit in, said when something was cut
 
 
-def report_markdown(report: Report, layout: Layout = Layout()) -> str:
-    original, report = report, printable_tree(report)  # shown: control characters escaped (a stranger's report)
+def report_markdown(report: Report, layout: Layout = Layout(), memo: Optional[Memo] = None) -> str:
+    """The Markdown of ``report`` as ``layout`` shows it. ``memo`` (a dict the caller keeps between
+    calls on the same reports, as the fitting loop does) keeps the escaped report and the JSON block,
+    the costly parts, so that a layout change renders only what it changes."""
+    original = report
+    # shown: control characters escaped (a stranger's report)
+    report = _memoized(memo, ("printable",), original, lambda: printable_tree(original))
     out = ["### cudadoctor report", ""]
     if report.checked:
         severity, line = verdict(report.findings)
@@ -65,8 +73,24 @@ def report_markdown(report: Report, layout: Layout = Layout()) -> str:
     if layout.facts:
         out += _facts(report.snapshot, layout)
     if layout.json_block:
-        out += _json_block(original, layout)
+        out += _memoized(memo, ("json", layout.json_indent, layout.json_defaults), original,
+                         lambda: _json_block(original, layout))
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _memoized(memo: Optional[Memo], key: Tuple[Any, ...], report: Report, make: Callable[[], T]) -> T:
+    """``make()``, kept in ``memo`` for this very report object (the entry holds the report, so its
+    id cannot be reused by another one while the entry lives)."""
+    if memo is None:
+        return make()
+    full = key + (id(report),)
+    kept = memo.get(full)
+    if kept is not None and kept[0] is report:
+        value: T = kept[1]
+        return value
+    value = make()
+    memo[full] = (report, value)
+    return value
 
 
 def _notes(report: Report, layout: Layout) -> List[str]:

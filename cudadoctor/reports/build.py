@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from cudadoctor.errors import CudadoctorError
 from cudadoctor.model import Finding, Report, Snapshot
@@ -61,6 +61,52 @@ def with_quick_smoke(snapshot: Snapshot, python: Optional[str] = None) -> Snapsh
     results = run_suites(default_suites(snapshot), python=snapshot.python.executable if snapshot.python else python,
                          tier="quick", snapshot=snapshot)
     return dataclasses.replace(snapshot, smoke=results)
+
+
+class EarlySmoke:
+    """The quick smoke suites of ``check``, started while the probes still run: as soon as the probes
+    that choose them (:data:`PROBES`) have answered, every suite starts at once, one child each
+    (docs/smoke.md), so that their imports and CUDA start overlap the rest of the probes and each
+    other. :meth:`attach` waits for them; a run whose early start did not happen (no GPU, a probe
+    that timed out) runs them then, as :func:`with_quick_smoke`."""
+
+    PROBES = ("driver", "gpus", "python", "frameworks")
+
+    def __init__(self, python: Optional[str] = None) -> None:
+        self.python = python
+        self._suites: Optional[Any] = None  # the start_suites context, entered
+        self._started: Optional[List[Any]] = None
+        self._decided = False
+
+    def start(self, partial: Snapshot) -> None:
+        """The callback of ``collect(when=...)``: the facts of :data:`PROBES`."""
+        from cudadoctor.smoke.runner import start_suites
+
+        self._decided = True
+        if not has_gpu(partial):
+            return
+        python = partial.python.executable if partial.python and partial.python.executable else self.python
+        suites = start_suites(default_suites(partial), python=python, tier="quick", snapshot=partial)
+        self._started = suites.__enter__()
+        self._suites = suites
+
+    def attach(self, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` with the suites' results (unchanged when no GPU answers)."""
+        if not self._decided:
+            return with_quick_smoke(snapshot, self.python)
+        if self._started is None:
+            return snapshot
+        try:
+            results = tuple(s.result() for s in self._started)
+        finally:
+            self.close()
+        return dataclasses.replace(snapshot, smoke=results)
+
+    def close(self) -> None:
+        """Kill what still runs (an interrupted ``check``); idempotent."""
+        suites, self._suites = self._suites, None
+        if suites is not None:
+            suites.__exit__(None, None, None)
 
 
 def check_patterns(patterns: Sequence[str], label: str = "--redact") -> Tuple[str, ...]:

@@ -10,14 +10,16 @@ lines of stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal as signals
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from cudadoctor.model import SmokeResult, SmokeTest, Snapshot
 from cudadoctor.smoke import SUITES, suite_path
@@ -32,6 +34,7 @@ TAIL_CHARS = 4000
 KILL_WAIT_S = 5.0  # after SIGKILL, how long to wait for the process to go
 DRAIN_WAIT_S = 2.0  # after the child exits, how long its pipes may stay open (grandchildren)
 DUMP_WAIT_S = 0.5  # after asking a hung child for its stack (SIGUSR1), before killing it
+LOCK_ENV = "CUDADOCTOR_SMOKE_LOCK"  # suites/_shared_gpu.py: the timed sections' lock file
 
 TEST_STATUSES = ("passed", "failed", "skipped", "error")
 POLITE_ENV = {
@@ -95,41 +98,107 @@ def run_suite(suite: str, python: Optional[str] = None, tier: str = "quick", gpu
     """Run one suite in a child of ``python`` (default: this interpreter) and say what happened.
     ``path`` replaces the suite's file (tests, ``--suite-path``); ``extra_args`` go to the suite
     (see :func:`expectations`). Never raises."""
+    return start_suite(suite, python, tier, gpus, duration, timeout, path, extra_args).result()
+
+
+def start_suite(suite: str, python: Optional[str] = None, tier: str = "quick", gpus: Optional[Sequence[int]] = None,
+                duration: Optional[float] = None, timeout: Optional[float] = None, path: Optional[str] = None,
+                extra_args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None) -> "Started":
+    """Start one suite's child and return at once; :meth:`Started.result` waits for it (its time
+    limit counts from its start). Never raises."""
     if tier == "stress" and duration is None:
         duration = STRESS_DEFAULT_DURATION_S
     limit = timeout if timeout is not None else default_timeout(tier, duration)
     try:
         file = path or suite_path(suite)
     except KeyError:
-        return SmokeResult(suite, "error", f"no suite named {suite!r} (known: {', '.join(SUITES)})", tier=tier)
+        return Started(suite, tier, limit, SmokeResult(suite, "error", f"no suite named {suite!r} (known: "
+                                                       f"{', '.join(SUITES)})", tier=tier))
     if not os.path.isfile(file):
-        return SmokeResult(suite, "error", f"the suite file {file} is missing", tier=tier)
+        return Started(suite, tier, limit, SmokeResult(suite, "error", f"the suite file {file} is missing", tier=tier))
     interpreter = python or sys.executable
     try:
-        child = _Child(suite_command(interpreter, file, tier, gpus, duration, limit, extra_args), child_env())
+        child = _Child(suite_command(interpreter, file, tier, gpus, duration, limit, extra_args),
+                       dict(env) if env is not None else child_env())
     except OSError as exc:
-        return SmokeResult(suite, "error", f"could not start {interpreter}: {exc.strerror or exc}", tier=tier)
-    try:
-        child.wait(limit)
-        return interpret(suite, tier, limit, child.stdout_bytes(), child.stdout_truncated, child.stderr_text(),
-                         child.returncode, child.timed_out, child.duration_s, child.unkillable)
-    except Exception as exc:  # a bug here must not take the parent down
-        child.kill()
-        return SmokeResult(suite, "error", f"the runner failed: {type(exc).__name__}: {exc}", tier=tier,
-                           stderr_tail=tail(child.stderr_text()))
-    except BaseException:  # Ctrl-C: the child is in its own session and would not get it
-        child.kill()
-        raise
+        return Started(suite, tier, limit, SmokeResult(suite, "error", f"could not start {interpreter}: "
+                                                       f"{exc.strerror or exc}", tier=tier))
+    return Started(suite, tier, limit, child)
+
+
+class Started:
+    """A suite whose child runs (or which could not start: then its result is known already)."""
+
+    def __init__(self, suite: str, tier: str, limit: float, child: "Union[_Child, SmokeResult]") -> None:
+        self.suite, self.tier, self.limit, self.child = suite, tier, limit, child
+
+    def result(self) -> SmokeResult:
+        """Wait for the child (within its limit) and say what happened. Never raises but for Ctrl-C,
+        which kills the child first (it is in its own session and would not get it)."""
+        child = self.child
+        if isinstance(child, SmokeResult):
+            return child
+        try:
+            child.wait(self.limit)
+            return interpret(self.suite, self.tier, self.limit, child.stdout_bytes(), child.stdout_truncated,
+                             child.stderr_text(), child.returncode, child.timed_out, child.duration_s, child.unkillable)
+        except Exception as exc:  # a bug here must not take the parent down
+            child.kill()
+            return SmokeResult(self.suite, "error", f"the runner failed: {type(exc).__name__}: {exc}", tier=self.tier,
+                               stderr_tail=tail(child.stderr_text()))
+        except BaseException:
+            child.kill()
+            raise
+
+    def kill(self) -> None:
+        """Stop the child and its process group (a suite no longer wanted)."""
+        if isinstance(self.child, _Child):
+            self.child.kill()
 
 
 def run_suites(suites: Sequence[str], python: Optional[str] = None, tier: str = "quick",
                gpus: Optional[Sequence[int]] = None, duration: Optional[float] = None,
                timeout: Optional[float] = None, paths: Optional[Mapping[str, str]] = None,
-               snapshot: Optional[Snapshot] = None) -> Tuple[SmokeResult, ...]:
-    """Run the suites one after the other (they share the GPUs); ``paths`` overrides suite files;
-    ``snapshot`` (the probed machine) tells each suite what to expect."""
-    return tuple(run_suite(s, python=python, tier=tier, gpus=gpus, duration=duration, timeout=timeout,
-                           path=(paths or {}).get(s), extra_args=expectations(s, snapshot)) for s in suites)
+               snapshot: Optional[Snapshot] = None, concurrent: Optional[bool] = None) -> Tuple[SmokeResult, ...]:
+    """Run the suites; ``paths`` overrides suite files; ``snapshot`` (the probed machine) tells each
+    suite what to expect. The quick tier runs them concurrently (``concurrent``; their timed sections
+    one at a time: :func:`start_suites`); the standard and stress tiers, which load the GPUs and
+    measure under that load, one after the other."""
+    if concurrent is None:
+        concurrent = tier == "quick"
+    if not concurrent:
+        return tuple(run_suite(s, python=python, tier=tier, gpus=gpus, duration=duration, timeout=timeout,
+                               path=(paths or {}).get(s), extra_args=expectations(s, snapshot)) for s in suites)
+    with start_suites(suites, python, tier, gpus, duration, timeout, paths, snapshot) as started:
+        return tuple(s.result() for s in started)
+
+
+@contextlib.contextmanager
+def start_suites(suites: Sequence[str], python: Optional[str] = None, tier: str = "quick",
+                 gpus: Optional[Sequence[int]] = None, duration: Optional[float] = None,
+                 timeout: Optional[float] = None, paths: Optional[Mapping[str, str]] = None,
+                 snapshot: Optional[Snapshot] = None) -> Iterator[List[Started]]:
+    """Start every suite at once, one child each, sharing a lock file through which their timed
+    sections (bandwidths) take turns (suites/_shared_gpu.py); on leaving, every child still running
+    is killed and the lock file removed."""
+    fd, lock = tempfile.mkstemp(prefix="cudadoctor-smoke-", suffix=".lock")
+    os.close(fd)
+    env = child_env()
+    env[LOCK_ENV] = lock
+    started: List[Started] = []
+    try:
+        for name in suites:
+            started.append(start_suite(name, python, tier, gpus, duration, timeout, (paths or {}).get(name),
+                                       expectations(name, snapshot), env=env))
+        yield started
+    finally:
+        for one in started:
+            if isinstance(one.child, _Child) and one.child.proc.poll() is None:
+                one.kill()
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
 
 
 # --------------------------------------------------------------------------- the child process
@@ -189,8 +258,9 @@ class _Child:
         return self.out.truncated
 
     def wait(self, limit: float) -> None:
+        """Wait until ``limit`` seconds after the child's start (others may have been awaited first)."""
         try:
-            self.returncode = self.proc.wait(timeout=limit)
+            self.returncode = self.proc.wait(timeout=max(0.0, self.started + limit - time.monotonic()))
         except subprocess.TimeoutExpired:
             self.timed_out = True
             self._ask_for_stack()

@@ -14,8 +14,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 try:  # imported as cudadoctor.smoke.suites._driver_tests
-    from . import _cuda_driver, _curesult, _driver_math, _protocol, _ptx
+    from . import _cuda_driver, _curesult, _driver_math, _protocol, _ptx, _shared_gpu
 except ImportError:  # run by path: the suite's folder is sys.path[0]
+    import _shared_gpu  # type: ignore[no-redef,import-not-found]
     import _cuda_driver  # type: ignore[no-redef,import-not-found]
     import _curesult  # type: ignore[no-redef,import-not-found]
     import _driver_math  # type: ignore[no-redef,import-not-found]
@@ -172,12 +173,14 @@ KERNEL_TESTS: Tuple[Tuple[str, Callable[..., Result]], ...] = (
 
 
 def _timed_reps(drv: Driver, start: int, end: int, reps: int, copy: Callable[[], None]) -> float:
-    """Seconds that ``reps`` calls of ``copy`` take on the GPU, between events ``start`` and ``end``."""
-    drv.record(start)
-    for _ in range(reps):
-        copy()
-    drv.record(end)
-    return drv.elapsed_s(start, end)
+    """Seconds that ``reps`` calls of ``copy`` take on the GPU, between events ``start`` and ``end``
+    (alone on the GPU among concurrent suites: _shared_gpu)."""
+    with _shared_gpu.timed_alone():
+        drv.record(start)
+        for _ in range(reps):
+            copy()
+        drv.record(end)
+        return drv.elapsed_s(start, end)
 
 
 def _copy_result(nbytes: int, reps: int, seconds: float, intact: bool, corrupted: str) -> Result:

@@ -453,7 +453,21 @@ def run(suite: str, body: Body, argv: Optional[Sequence[str]] = None, stream: Op
                     traceback.print_exc(file=sys.stderr)
                 except Exception:
                     pass
+    _note_peak_memory(rec)
     return emit(rec.result(), stream, seal=seal)
+
+
+def _note_peak_memory(rec: "Recorder") -> None:
+    """``details["peak_rss_mib"]``: this process's peak resident memory, which the parent reports
+    for each child (issue 26). Absent where the platform does not say."""
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    except (ImportError, OSError, ValueError):
+        return
+    mib = peak / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+    rec.details.setdefault("peak_rss_mib", f"{mib:.1f}")
 
 
 def enable_stack_dumps() -> None:

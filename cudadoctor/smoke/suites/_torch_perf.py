@@ -1,6 +1,9 @@
 """The torch suite's measurements: copy bandwidths (host->device pinned, device->host,
 device->device) timed with CUDA events, and the stress tier's sustained GEMM with result
-comparison while NVML watches clocks, temperature, throttle reasons and ECC counters.
+comparison while NVML watches clocks, temperature, throttle reasons and ECC counters. The GEMM
+rate (``tflops``) is 2 n^3 per GEMM over the GEMMs' own time, each GEMM between two CUDA events:
+the comparison of each result with the first runs between GEMMs and is not counted, so the figure
+is what a plain matmul loop of the same size measures (``tflops_with_checks`` counts everything).
 
 Bandwidth definitions (GB = 10^9 bytes): ``gbs`` = bytes of one copy / time of one copy, the
 mean over ``iterations`` back-to-back copies after 2 warm-up copies, timed by CUDA events on
@@ -15,10 +18,11 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 try:
-    from . import _compare, _protocol
+    from . import _compare, _protocol, _shared_gpu
 except ImportError:  # run by path
     import _compare  # type: ignore[no-redef,import-not-found]
     import _protocol  # type: ignore[no-redef,import-not-found]
+    import _shared_gpu  # type: ignore[no-redef,import-not-found]
 
 import torch
 
@@ -36,7 +40,13 @@ def _is_cuda(device: str) -> bool:
 
 def time_loop(device: str, step: Callable[[], Any], iterations: int) -> float:
     """Seconds that ``iterations`` calls of ``step`` took, after WARMUP calls: CUDA events on
-    the device's current stream, or perf_counter on the CPU."""
+    the device's current stream, or perf_counter on the CPU; alone on the GPU among concurrent
+    suites (_shared_gpu)."""
+    with _shared_gpu.timed_alone():
+        return _time_loop(device, step, iterations)
+
+
+def _time_loop(device: str, step: Callable[[], Any], iterations: int) -> float:
     for _ in range(WARMUP):
         step()
     if not _is_cuda(device):
@@ -167,12 +177,38 @@ class Watch:
 # --------------------------------------------------------------------------- stress
 
 
+class Clock:
+    """Marks on a device's stream around each GEMM, so that its time is measured apart from the
+    comparison that follows it: CUDA events on the device's current stream (read after a
+    synchronisation), ``time.perf_counter`` on the CPU, where a GEMM is done when it returns."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.cuda = _is_cuda(device)
+
+    def mark(self) -> Any:
+        if not self.cuda:
+            return time.perf_counter()
+        cuda: Any = torch.cuda  # Event is untyped
+        event = cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self.device))
+        return event
+
+    def seconds(self, begin: Any, end: Any) -> float:
+        """Between two marks; for CUDA events, once the device has passed ``end``."""
+        if not self.cuda:
+            return float(end - begin)
+        return float(begin.elapsed_time(end)) / 1000.0
+
+
 class _Gemm:
     """One device's sustained GEMM: inputs, the first result (checked against float64), the
-    per-element threshold, and on-device counters of wrong and bitwise-different elements."""
+    per-element threshold, and on-device counters of wrong and bitwise-different elements. Each
+    GEMM is timed on its own (:class:`Clock`); comparing its result with the first is not counted."""
 
-    def __init__(self, device: str, n: int, kind: str) -> None:
+    def __init__(self, device: str, n: int, kind: str, clock: Optional[Clock] = None) -> None:
         self.device, self.n, self.kind = device, n, kind
+        self.clock = clock or Clock(device)
         dtype = torch.bfloat16 if kind == "bf16" else torch.float32
         gen = torch.Generator(device=device).manual_seed(99)
         self.a = torch.randn(n, n, device=device, generator=gen).to(dtype)
@@ -185,13 +221,29 @@ class _Gemm:
         self.wrong = torch.zeros((), dtype=torch.int64, device=device)
         self.bitwise = torch.zeros((), dtype=torch.int64, device=device)
         self.iterations = 0
+        self.gemm_seconds = 0.0
+        self.spans: List[Tuple[Any, Any]] = []  # marks around GEMMs not yet added to gemm_seconds
 
-    def step(self) -> None:
-        c = self.a @ self.b
+    def multiply(self) -> torch.Tensor:
+        return self.a @ self.b
+
+    def verify(self, c: torch.Tensor) -> None:
+        """Count the elements of ``c`` that differ from the first result, bitwise and beyond the threshold."""
         self.bitwise += (c != self.golden).sum()
         # c.float() is c itself for fp32: the in-place difference comes after the bitwise check
         self.wrong += torch.gt(c.float().sub_(self.golden_f).abs_(), self.threshold).sum()
+
+    def step(self) -> None:
+        begin = self.clock.mark()
+        c = self.multiply()
+        self.spans.append((begin, self.clock.mark()))
+        self.verify(c)
         self.iterations += 1
+
+    def settle(self) -> None:
+        """Add the timed GEMMs to ``gemm_seconds`` (after the device was synchronised)."""
+        self.gemm_seconds += sum(self.clock.seconds(begin, end) for begin, end in self.spans)
+        self.spans.clear()
 
 
 def stress_size(device: str) -> Tuple[int, str]:
@@ -206,35 +258,39 @@ def stress_size(device: str) -> Tuple[int, str]:
 
 
 def stress(devices: Sequence[str], duration: float, watch: Optional[Watch] = None,
-           size: Optional[Tuple[int, str]] = None) -> List[Dict[str, Any]]:
+           size: Optional[Tuple[int, str]] = None, clock: Callable[[str], Clock] = Clock,
+           now: Callable[[], float] = time.monotonic) -> List[Dict[str, Any]]:
     """Run the GEMM on every device for ``duration`` seconds (round-robin, asynchronous launches,
     a synchronisation about every 0.5 s to sample NVML); one result dict per device: status,
-    message, metrics."""
+    message, metrics. ``tflops`` counts the GEMMs' own time (``clock(device)`` marks each one), not
+    the comparisons of their results; ``now`` is the host clock that bounds the run (tests fake both)."""
     from_tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        gemms = [_Gemm(d, *(size or stress_size(d))) for d in devices]
+        gemms = [_Gemm(d, *(size or stress_size(d)), clock=clock(d)) for d in devices]
         before = [watch.sample(i) if watch else {} for i in range(len(devices))]
         reasons, peak = [0] * len(devices), [dict(s) for s in before]
-        start, inner = time.monotonic(), 1
+        start, inner = now(), 1
         while True:
-            round_start = time.monotonic()
+            round_start = now()
             for g in gemms:
                 for _ in range(inner):
                     g.step()
             for d in devices:
                 if _is_cuda(d):
                     torch.cuda.synchronize(d)
+            for g in gemms:
+                g.settle()
             for i in range(len(devices)):
                 s = watch.sample(i) if watch else {}
                 reasons[i] |= int(s.get("throttle_reasons", 0))
                 if "temperature_c" in s:
                     peak[i]["temperature_c"] = max(s["temperature_c"], peak[i].get("temperature_c", 0.0))
-            now = time.monotonic()
-            if now - start >= duration:
+            at = now()
+            if at - start >= duration:
                 break
-            inner = max(1, min(1000, int(inner * 0.5 / max(now - round_start, 1e-3))))
-        elapsed = time.monotonic() - start
+            inner = max(1, min(1000, int(inner * 0.5 / max(at - round_start, 1e-3))))
+        elapsed = now() - start
         after = [watch.sample(i) if watch else {} for i in range(len(devices))]
         return [_stress_result(g, elapsed, before[i], after[i], reasons[i], peak[i], watch)
                 for i, g in enumerate(gemms)]
@@ -245,10 +301,13 @@ def stress(devices: Sequence[str], duration: float, watch: Optional[Watch] = Non
 def _stress_result(g: _Gemm, elapsed: float, before: Dict[str, float], after: Dict[str, float], reasons: int,
                    peak: Dict[str, float], watch: Optional[Watch]) -> Dict[str, Any]:
     wrong, bitwise = int(g.wrong.item()), int(g.bitwise.item())
-    tflops = 2.0 * g.n ** 3 * g.iterations / elapsed / 1e12 if elapsed > 0 else 0.0
+    flops = 2.0 * g.n ** 3 * g.iterations
+    tflops = flops / g.gemm_seconds / 1e12 if g.gemm_seconds > 0 else 0.0
     ok, seen = _compare.stress_verdict(wrong, before, after, reasons)
     ref_ok = _compare.within(g.ref_error, _compare.MATMUL_TOL[g.kind])
     metrics: Dict[str, float] = {"iterations": g.iterations, "seconds": elapsed, "tflops": tflops,
+                                 "gemm_seconds": g.gemm_seconds, "n": g.n,
+                                 "tflops_with_checks": flops / elapsed / 1e12 if elapsed > 0 else 0.0,
                                  "mismatched_elements": wrong, "bitwise_different_elements": bitwise,
                                  "reference_error": g.ref_error, "throttle_reasons": reasons,
                                  "hw_slowdown": bool(reasons & _compare.HW_SLOWDOWN)}
@@ -258,9 +317,10 @@ def _stress_result(g: _Gemm, elapsed: float, before: Dict[str, float], after: Di
         metrics[f"before_{key}"] = value
     if "temperature_c" in peak:
         metrics["max_temperature_c"] = peak["temperature_c"]
-    message = (f"{g.iterations} GEMMs {g.n}x{g.n} {g.kind} in {elapsed:.1f} s ({tflops:.1f} TFLOPS), each compared "
-               f"with the first result (checked against float64: error {g.ref_error:.1e}); {wrong} wrong, "
-               f"{bitwise} bitwise-different elements")
+    message = (f"{g.iterations} GEMMs {g.n}x{g.n} {g.kind} in {elapsed:.1f} s: {tflops:.1f} TFLOPS over the GEMMs' "
+               f"own {g.gemm_seconds:.1f} s, each result then compared with the first (checked against float64: "
+               f"error {g.ref_error:.1e}), the comparisons timed apart; {wrong} wrong, {bitwise} bitwise-different "
+               "elements")
     if seen:
         message += f"; {seen}"
     if watch is not None and watch.error:

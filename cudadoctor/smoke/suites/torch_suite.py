@@ -8,8 +8,9 @@ JSON line (``_protocol``). Tests, per GPU unless said otherwise:
   uuids=GPU-..|GPU-.."`` from the parent (which always has NVML facts: cudadoctor depends on
   nvidia-ml-py, the target interpreter need not), else pynvml in this process when importable;
 - ``allocation``; ``matmul_fp32|tf32|fp16|bf16`` against float64 (tolerances in ``_compare``);
-  ``autograd_mlp``, ``autograd_conv`` against float64 CPU copies; ``gradcheck`` (float64); ``amp``;
-  ``cudnn_conv``; ``bandwidth_h2d|d2h|d2d`` (definitions in ``_torch_perf``);
+  ``autograd_mlp``, ``autograd_conv`` against float64 CPU copies; ``amp``; ``cudnn_conv``;
+  ``bandwidth_h2d|d2h|d2d`` (definitions in ``_torch_perf``); from the standard tier on, ``gradcheck``
+  (float64) after ``autograd_conv``;
 - ``loaded_libraries`` (once, last of the quick tier): ``/proc/self/maps`` -> ``details``;
 - standard tier: ``p2p_matrix`` and ``nccl_allreduce`` across every selected GPU (two or more);
 - stress tier: ``stress_gemm`` for ``--duration`` seconds on every selected GPU at once.
@@ -275,7 +276,8 @@ def _run_all(rec: _protocol.Recorder, args: _protocol.Args, gpus: Sequence[Optio
         device = "cpu" if gpu is None else f"cuda:{gpu}"
         if gpu is not None:
             _gpu_details(rec, torch, gpu)
-        for name, fn, extra in tests.NUMERIC_TESTS:
+        numeric = tests.NUMERIC_TESTS + (tests.STANDARD_TESTS if args.tier != "quick" else ())
+        for name, fn, extra in numeric:
             _test(rec, args, name, gpu, fn, device, *extra)
         _test(rec, args, "cudnn_conv", gpu, tests.cudnn_conv, device, rec.details)
         for direction in ("h2d", "d2h", "d2d"):
