@@ -166,14 +166,16 @@ def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bo
 
 
 def redact_texts(texts: Sequence[str], snapshot: Optional[Snapshot] = None, extra_patterns: Sequence[str] = (),
-                 local: Identity = Identity()) -> Tuple[Tuple[str, ...], RedactionSummary]:
+                 local: Identity = Identity(), secrets: Sequence[str] = ()) -> Tuple[Tuple[str, ...], RedactionSummary]:
     """Texts that are not part of a report (the lines of an issue that ``cudadoctor triage``
     quotes) through the same rules, with the same pseudonyms across all of them. The private
     values are learned from ``snapshot`` (the machine the texts describe) and from the texts
     themselves (their addresses); home folders, credentials in URLs, secret assignments and token
-    shapes are found wherever they stand."""
+    shapes are found wherever they stand. ``secrets``: values replaced wherever they appear,
+    whatever their form (triage's own token)."""
     snap = snapshot if snapshot is not None else Snapshot()
     scrubber = _Scrubber(snap, [re.compile(p) for p in extra_patterns], False, local)
+    scrubber.secrets = sorted({*scrubber.secrets, *(s for s in secrets if s)}, key=len, reverse=True)
     for text in texts:  # a free text's dotted quads: addresses, unless a version stands there
         for m in IPV4.finditer(text):
             if _is_address(m.group(0)) and not VERSION_BEFORE.search(text[:m.start()]):

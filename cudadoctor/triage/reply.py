@@ -73,8 +73,10 @@ class Reply:
         return self.causes[0] if self.causes else None
 
 
-def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None) -> Reply:
-    """The reply to the issue whose joined text ``d`` diagnosed."""
+def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None,
+                secrets: Sequence[str] = ()) -> Reply:
+    """The reply to the issue whose joined text ``d`` diagnosed. ``secrets`` (triage's token) are
+    replaced wherever they appear, in whatever is quoted and in the reply as a whole."""
     from cudadoctor.reports.redact import redact_texts
     from cudadoctor.render.report_fit import DEFAULT_BUDGET
 
@@ -91,7 +93,7 @@ def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None)
     # one redaction over every text that comes from the issue or quotes it: one set of pseudonyms
     raw_quotes = [_quoted(lines, original, n) for n in quote_lines]
     texts = [*raw_quotes, *(c.why for c in causes), fix_text, *commands]
-    clean, summary = redact_texts(texts, d.intake.snapshot())
+    clean, summary = redact_texts(texts, d.intake.snapshot(), secrets=secrets)
     quotes_clean = clean[: len(raw_quotes)]
     whys = clean[len(raw_quotes): len(raw_quotes) + len(causes)]
     fix_clean = clean[len(raw_quotes) + len(causes)]
@@ -105,6 +107,8 @@ def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None)
     confident = top is not None and top.verdict == "holds"
     markdown = _markdown(shown, quotes, fix, d.asks if not confident else (), meaning, verify,
                          d.explanation.data_version)
+    for secret in secrets:
+        markdown = markdown.replace(secret, "<redacted>") if secret else markdown
     markdown = _fit(markdown, budget or DEFAULT_BUDGET)
     return Reply(markdown, top is not None, confident, shown, quotes, tuple(d.asks), fix,
                  summary.describe() if summary.total else "")
