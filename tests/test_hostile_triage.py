@@ -241,3 +241,11 @@ def test_a_gzip_answer_in_bounds_is_read(github: FakeGitHub, capsys: pytest.Capt
     code, out, err = cli(["triage", f"{OWNER}/{REPO}#10", "--api-url", github.url, "--json"], capsys)
     assert code == 1, err
     assert json.loads(out)["causes"][0]["category"] == "no_driver"
+
+
+def test_a_deeply_nested_issue_file_is_read_as_text(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"issue": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    code, out, err = cli(["triage", str(path)], capsys)
+    assert code == 0 and "Traceback" not in err and "internal error" not in err, err
+    assert out.startswith("<!-- cudadoctor-triage -->")

@@ -163,8 +163,8 @@ def from_file(text: str, name: str, api_url: Optional[str] = None) -> Issue:
     if stripped.startswith("{"):
         try:
             document = json.loads(stripped)
-        except ValueError:
-            document = None  # a text that starts with a brace: read as text
+        except (ValueError, RecursionError):
+            document = None  # a text that starts with a brace (or JSON nested too deep): read as text
     if not isinstance(document, dict):
         return Issue(ref=None, title="", author="", body=text, source=name)
     inner = document.get("issue")
