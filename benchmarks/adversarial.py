@@ -118,7 +118,7 @@ def cases(only: str = "") -> List[Tuple[str, Callable[[str], object], str, str, 
     return [c for c in out if only in c[0]]
 
 
-def screen(size: int, only: str = "") -> List[Tuple[float, str, str]]:
+def screen(size: int, only: str = "", verbose: bool = False) -> List[Tuple[float, str, str]]:
     """(seconds, case, line) of every line tried, slowest first."""
     found: List[Tuple[float, str, str]] = []
     for name, run, source, example, regex in cases(only):
@@ -128,6 +128,8 @@ def screen(size: int, only: str = "") -> List[Tuple[float, str, str]]:
             if seconds > worst[0]:
                 worst = (seconds, line)
         found.append((worst[0], name, worst[1]))
+        if verbose and worst[0] > 0.005:
+            print(f"  screen {worst[0] * 1000:8.1f} ms  {name}  {worst[1][:40]!r}", file=sys.stderr, flush=True)
     return sorted(found, reverse=True)
 
 
@@ -140,7 +142,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     sys.setrecursionlimit(10_000)
     start = time.perf_counter()
-    screened = screen(args.screen, args.only)
+    screened = screen(args.screen, args.only, verbose=True)
     # a linear case takes size/screen times longer at --size: those that could exceed the budget are measured there
     threshold = args.budget / 1000 * args.screen / args.size * 4
     again = [(name, line) for seconds, name, line in screened if seconds > threshold][:40] \

@@ -23,6 +23,7 @@ from cudadoctor.model.printable import json_printable, printable_tree
 from cudadoctor.model.serialize import to_jsonable
 
 __all__ = ["extract_json", "report_markdown"]
+from cudadoctor.render import md
 from cudadoctor.render.jsonout import envelope
 from cudadoctor.render.markdown import _escape, _finding
 from cudadoctor.render.text import data_label, framework_line, sections
@@ -188,8 +189,6 @@ def without_defaults(value: Any) -> Any:
 
 def _fenced(lines: Sequence[str], info: str) -> List[str]:
     """A code block whose fence is longer than any run of backticks inside it."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + info, *lines, fence]
+    return md.fence(lines, info)
 
 

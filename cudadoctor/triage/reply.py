@@ -34,8 +34,6 @@ MAX_OTHERS = 3  # other causes named after the first
 MAX_VERIFY = 3
 FORMAT = "cudadoctor.triage"
 FORMAT_VERSION = 1
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>#|~!])")
-_MENTION = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 _ON_LINE = re.compile(r"\bon line (\d+)\b")
 
 
@@ -174,18 +172,17 @@ def _meaning(d: PasteDiagnosis, top: Optional[RankedCause]) -> Tuple[str, Tuple[
 
 
 def md(text: str) -> str:
-    """Prose from outside made inert in Markdown: control characters escaped, Markdown's
-    punctuation backslashed, @mentions put in code (no one is notified)."""
-    text = printable(_one_line(text)).replace("&", "&amp;")
-    text = _MARKDOWN.sub(r"\\\1", text)
-    return _MENTION.sub(lambda m: f"`{m.group(0)}`", text)
+    """Prose from outside made inert in Markdown (:func:`cudadoctor.render.md.text`)."""
+    from cudadoctor.render.md import text as inert
+
+    return inert(text)
 
 
 def fenced(lines: Sequence[str], info: str = "") -> List[str]:
-    """A fenced code block that no line can close: its fence is longer than any run of backticks in it."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + info, *lines, fence]
+    """A fenced code block that no line can close (:func:`cudadoctor.render.md.fence`)."""
+    from cudadoctor.render.md import fence
+
+    return fence(lines, info)
 
 
 def _markdown(causes: Sequence[ShownCause], quotes: Sequence[Quote], fix: Optional[Tuple[str, Tuple[str, ...]]],
