@@ -21,7 +21,7 @@ _TICKS = re.compile(r"`+")
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>#|~!])")
 # what GitHub turns into a mention or a link by itself: @user, @org/team, http://..., www.x
 _LIVE = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?"
-                   r"|(?i:\b(?:[a-z][a-z0-9+.-]{0,30}://|www\.|mailto:)[^\s`]+)")
+                   r"|(?i:(?<![a-z0-9+.-])(?:[a-z][a-z0-9+.-]{0,30}://|www\.|mailto:)[^\s`]+)")
 
 
 def longest_ticks(value: str) -> int:
