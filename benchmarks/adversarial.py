@@ -151,8 +151,9 @@ class Result:
 
     @property
     def superlinear(self) -> bool:
-        """Four times the line, more than eight times the time (and enough time to tell)."""
-        return self.large > 0.002 and self.large > 8 * max(self.small, 1e-5)
+        """Four times the line, more than ten times the time (and enough time to tell: a busy
+        machine's pauses are a few milliseconds)."""
+        return self.large > 0.003 and self.large > 10 * max(self.small, 1e-5)
 
 
 def screen(size: int, only: str = "", verbose: bool = False) -> List[Result]:
