@@ -29,6 +29,12 @@ MACHINES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "machine
 DATA_DIR = Path(__file__).resolve().parents[1] / "compat_data"
 
 
+@pytest.fixture(autouse=True)
+def pseudonym_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One known pseudonym key (docs/reports.md), so that no test writes one under the real home."""
+    monkeypatch.setenv("CUDADOCTOR_PSEUDONYM_KEY", "tests-pseudonym-key")
+
+
 @pytest.fixture(scope="session")
 def matrix() -> "Matrix":
     """The compatibility data of this checkout (compat_data/), read once for the session."""

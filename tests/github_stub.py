@@ -2,12 +2,18 @@
 http.server in a thread: GET an issue, GET its comments (pages with a ``Link`` header), POST a
 comment, PATCH a comment, POST labels; and on demand the failures GitHub answers with (a rate
 limit as 403 with ``X-RateLimit-Remaining: 0`` or as 429, 401 for a bad token, 404, a renamed
-repository's 301/307 redirects, a redirect loop, a slow answer). Every request is logged."""
+repository's 301/307 redirects, a redirect loop, a slow answer). Every request is logged.
+
+It also misbehaves the ways a hostile server would (:data:`HOSTILE`): an answer that trickles in
+a byte at a time (its headers or its body), one that never ends, a gzip bomb, JSON nested
+100,000 deep, a ``Retry-After`` of 5,000 digits, a 401 that quotes the token back, a server that
+accepts the connection and says nothing."""
 
 from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,6 +22,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
 
 Key = Tuple[str, str, int]
+HOSTILE = ("drip-body", "drip-headers", "endless", "gzip-bomb", "deep-json", "huge-retry-after", "echo-token",
+           "silent", "huge-reset")
 
 
 @dataclass
@@ -24,6 +32,7 @@ class Seen:
     path: str
     authorization: Optional[str]
     body: Any = None
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
 
 @dataclass
@@ -46,6 +55,9 @@ class FakeGitHub:
     seen: List[Seen] = field(default_factory=list)
     next_id: int = 9000
     url: str = ""
+    stopping: bool = False
+    gzip: bool = False  # answers compressed, as GitHub sends them
+    sent_bytes: int = 0  # of the hostile answers, before the client hung up
 
     # ------------------------------------------------------------------ the data
 
@@ -98,6 +110,7 @@ class FakeGitHub:
         return self
 
     def stop(self) -> None:
+        self.stopping = True
         self._server.shutdown()
         self._server.server_close()
 
@@ -110,6 +123,8 @@ class FakeGitHub:
         parts = urlsplit(h.path)
         if self.failure == "slow":
             time.sleep(self.slow_s)
+        if self.failure in HOSTILE:
+            return self._hostile(h, self.failure, auth)
         if self.failure == "rate-403":
             reset = int(time.time()) + 600
             return self._send(h, 403, {"message": "API rate limit exceeded for 127.0.0.1.",
@@ -192,8 +207,73 @@ class FakeGitHub:
                     return self._send(h, 200, c)
         return self._send(h, 404, {"message": "Not Found"})
 
+    def _hostile(self, h: BaseHTTPRequestHandler, failure: str, auth: Optional[str]) -> None:
+        try:
+            if failure == "silent":  # the connection accepted, nothing said
+                while not self.stopping and self._open(h):
+                    time.sleep(0.05)
+            elif failure == "drip-headers":
+                h.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                self._drip(h, b"X-Padding: " + b"a" * 100_000)
+            elif failure == "drip-body":
+                h.send_response(200)
+                h.send_header("Content-Type", "application/json")
+                h.send_header("Content-Length", "100000")
+                h.end_headers()
+                self._drip(h, b'{"title": "' + b"a" * 99_000)
+            elif failure == "endless":  # no length, no end: the connection closes when the reader hangs up
+                h.send_response(200)
+                h.send_header("Content-Type", "application/json")
+                h.end_headers()
+                h.wfile.write(b'{"title": "')
+                block = b"a" * (1 << 20)
+                while not self.stopping:
+                    h.wfile.write(block)
+                    self.sent_bytes += len(block)
+            elif failure == "gzip-bomb":  # 1 GiB of spaces in ~1 MB
+                data = _bomb()
+                self._send_raw(h, 200, data, "application/json", {"Content-Encoding": "gzip"})
+            elif failure == "deep-json":
+                self._send_raw(h, 200, b"[" * 100_000 + b"]" * 100_000, "application/json")
+            elif failure == "huge-retry-after":
+                self._send(h, 429, {"message": "Too many requests"}, {"Retry-After": "9" * 5000})
+            elif failure == "huge-reset":
+                self._send(h, 403, {"message": "API rate limit exceeded"},
+                           {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "9" * 5000})
+            elif failure == "echo-token":
+                token = (auth or "").split(" ", 1)[-1]
+                self._send(h, 401, {"message": f"Bad credentials: {token} is not valid",
+                                    "errors": [{"message": f"token {token}"}]})
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client hung up: what it should do
+
+    def _drip(self, h: BaseHTTPRequestHandler, data: bytes) -> None:
+        """``data`` a byte every 0.1 s, until the client hangs up."""
+        for i in range(len(data)):
+            if self.stopping:
+                return
+            h.wfile.write(data[i:i + 1])
+            h.wfile.flush()
+            self.sent_bytes += 1
+            time.sleep(0.1)
+
+    @staticmethod
+    def _open(h: BaseHTTPRequestHandler) -> bool:
+        """Whether the client still holds the connection."""
+        try:
+            return h.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
     def _send(self, h: BaseHTTPRequestHandler, code: int, value: Any, headers: Optional[Dict[str, str]] = None) -> None:
-        self._send_raw(h, code, json.dumps(value).encode(), "application/json; charset=utf-8", headers)
+        data = json.dumps(value).encode()
+        if self.gzip:
+            import gzip
+
+            data, headers = gzip.compress(data), {**(headers or {}), "Content-Encoding": "gzip"}
+        self._send_raw(h, code, data, "application/json; charset=utf-8", headers)
 
     @staticmethod
     def _send_raw(h: BaseHTTPRequestHandler, code: int, data: bytes, kind: str,
@@ -208,3 +288,25 @@ class FakeGitHub:
             h.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
             pass
+
+
+_BOMB: List[bytes] = []
+
+
+def _bomb() -> bytes:
+    """1 GiB of spaces as gzip (about 1 MB): one 1 MiB block compressed after a full flush gives
+    the same bytes every time, so it is compressed once and repeated."""
+    if not _BOMB:
+        import struct
+        import zlib
+
+        block = b" " * (1 << 20)
+        compressor = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        once = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+        crc = 0
+        for _ in range(1024):
+            crc = zlib.crc32(block, crc)
+        header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+        end = compressor.flush(zlib.Z_FINISH)
+        _BOMB.append(header + once * 1024 + end + struct.pack("<II", crc, (1 << 30) & 0xFFFFFFFF))
+    return _BOMB[0]

@@ -331,7 +331,7 @@ def test_tensorflow_without_and_cuda(m: Matrix) -> None:
     f = one(_tf(m), "tensorflow-without-and-cuda")
     assert (f.severity, f.category) == (E, Category.WRONG_PACKAGE_VARIANT)
     assert "nvidia-cudnn-cu12" in f.why and "cuDNN 8" in f.why
-    assert commands(f) == ['pip install "tensorflow[and-cuda]==2.16.1"']
+    assert commands(f) == ["pip install 'tensorflow[and-cuda]==2.16.1'"]
 
 
 @pytest.mark.parametrize("changes", [

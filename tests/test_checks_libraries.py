@@ -271,7 +271,7 @@ def test_torch_cu118_loading_the_cuda_12_cudnn_wheel() -> None:
     assert f.code == "cudnn-cuda-mismatch" and f.severity is Severity.ERROR
     assert f.category is Category.CUDNN_MISMATCH
     assert "nvidia-cudnn-cu12" in f.why and "CUDA 12" in f.why and "CUDA 11.8" in f.why
-    assert commands(f) == ["pip uninstall -y nvidia-cudnn-cu12", 'pip install "nvidia-cudnn-cu11==9.1.0.70"']
+    assert commands(f) == ["pip uninstall -y nvidia-cudnn-cu12", "pip install nvidia-cudnn-cu11==9.1.0.70"]
 
 
 def test_a_cudnn_without_a_build_for_the_frameworks_cuda() -> None:

@@ -217,7 +217,7 @@ def test_tensorflow_and_cuda_without_its_nvcc_wheel() -> None:
     assert f.category is Category.MISSING_LIBRARY
     assert "ptxas" in f.title and "nvidia-cuda-nvcc-cu12" in f.title
     assert "XLA" in f.why and "==12.2.140" in f.why
-    assert commands(f) == ['pip install "nvidia-cuda-nvcc-cu12==12.2.140"']
+    assert commands(f) == ['pip install nvidia-cuda-nvcc-cu12==12.2.140']
 
 
 def test_tensorflow_with_its_nvcc_wheel_or_a_toolkit_is_fine() -> None:

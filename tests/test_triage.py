@@ -290,7 +290,9 @@ def test_the_api_url_comes_from_the_workflows_environment(
 
 
 def test_a_workflow_event_file_is_read_and_its_comments_fetched(
-        github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+        github: FakeGitHub, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a workflow, GITHUB_API_URL names the API: the comments are read from there."""
+    monkeypatch.setenv("GITHUB_API_URL", github.url)
     key = github.add_issue(OWNER, REPO, 30, "Fails since the update.")
     github.add_comment(key, "reporter", "RuntimeError: Found no NVIDIA driver on your system.")
     event = {"action": "edited", "issue": dict(github.issues[key]),

@@ -12,6 +12,7 @@ from cudadoctor.checks.builds_facts import GpuFact, below, finding, gpu_facts
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
 from cudadoctor.matrix.addons import NAMES as NAMES  # what probes/addons.py reads
+from cudadoctor.model.shell import quote
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -142,8 +143,8 @@ def _other_torch(snap: Snapshot, matrix: "Matrix", b: FrameworkBuild, torch: Fra
              f"torch. With torch {torch.version} they fail to import or {b.name} falls back and warns "
              f"('{b.name} was built for: PyTorch ... you have PyTorch ...')."),
         fix=f"Install the {b.name} release built for torch {_base(torch.version)}, or torch{spec}.",
-        commands=[f"pip install '{b.name}' 'torch=={_base(torch.version)}'" if b.name == "xformers"
-                  else f"pip install 'torch{spec}'"],
+        commands=[f"pip install {quote(b.name)} {quote(f'torch=={_base(torch.version)}')}" if b.name == "xformers"
+                  else f"pip install {quote(f'torch{spec}')}"],
         evidence=[f"frameworks.{b.name}.version", "frameworks.torch.version"],
         source=[ref(f"{b.name}.json", b.version)] if origin.endswith(".json") else [],
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 from cudadoctor.matrix.archs import PTX_JIT, SASS, UNSUPPORTED, support_of
 from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
+from cudadoctor.model.shell import quote
 from cudadoctor.checks.base import driver_version, gpus, os_of, ref
 from cudadoctor.checks.builds_facts import (
     ArchLists,
@@ -348,7 +349,8 @@ def check_companions(snap: Snapshot, matrix: Matrix) -> List[Finding]:
             "companion-version-mismatch", severity, Category.COMPANION_VERSION_MISMATCH, title, why=why,
             fix=f"Install the {name} release made for torch {rel.version}"
                 + (f" from the {variant} index" if url else "") + ":",
-            commands=[f"pip uninstall -y {name}", f"pip install {' '.join(pins)}" + (f" --index-url {url}" if url else "")],
+            commands=[f"pip uninstall -y {quote(name)}",
+                      f"pip install {' '.join(quote(p) for p in pins)}" + (f" --index-url {quote(url)}" if url else "")],
             evidence=["frameworks.torch.version", f"frameworks.{name}.version"],
             source=[ref("pytorch.json", rel.version)],
         ))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from cudadoctor.matrix.versions import major, major_minor
 from cudadoctor.model import Category, Finding, FrameworkBuild, Severity, Snapshot
+from cudadoctor.model.shell import quote
 from cudadoctor.checks.base import driver_version, gpus, os_of, ref
 from cudadoctor.checks.builds_facts import (
     build_version,
@@ -313,7 +314,7 @@ def check_tf_and_cuda(snap: Snapshot, matrix: Matrix) -> List[Finding]:
                 f"cuDNN {cfg.cudnn}; neither {wheel} nor a system cuDNN {cfg.cudnn_major} is installed, so TensorFlow "
                 "lists no GPU ('Cannot dlopen some GPU libraries ... Skipping registering GPU devices').",
             fix="Install TensorFlow with its CUDA libraries:",
-            commands=[f'pip install "tensorflow[and-cuda]=={version}"'],
+            commands=[f"pip install {quote(f'tensorflow[and-cuda]=={version}')}"],
             evidence=["frameworks.tensorflow.version", "packages", "libraries.libcudnn"],
             source=[ref("tensorflow.json", "and_cuda_first"), ref("tensorflow.json", cfg.version)],
         ))

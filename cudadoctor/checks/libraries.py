@@ -34,6 +34,7 @@ from cudadoctor.model import (
     Snapshot,
 )
 from cudadoctor.checks.base import Check, cuda_builds, finding, ref
+from cudadoctor.model.shell import quote
 
 if TYPE_CHECKING:
     from cudadoctor.matrix import Matrix
@@ -384,7 +385,7 @@ def _cudnn_cuda_mismatch(matrix: Matrix, build: FrameworkBuild, loaded: LibraryC
         fix=(f"Replace {owner.group('dist')} with {expected}." if owner and suffix else
              f"Install {expected}; a wheel in its environment comes before {loaded.path} in its search order."
              if pin else f"Install {expected} where the loader finds it before {loaded.path}."),
-        commands=[f"pip uninstall -y {owner.group('dist')}", f'pip install "{wheel}{pin}"']
+        commands=[f"pip uninstall -y {quote(owner.group('dist'))}", f"pip install {quote(f'{wheel}{pin}')}"]
         if owner and suffix and pin else _reinstall(matrix, build),
         evidence=[f"frameworks[{build.name}].cuda", "libraries", "packages"],
         source=source,
@@ -425,8 +426,8 @@ def _suffix_finding(snap: Snapshot, site: str, base: str, members: List[Package]
     listed = ", ".join(f"{p.name}=={p.version}" for p in members)
     if len(keep) == 1:
         fix = f"Keep {keep[0].name} (the CUDA major of the frameworks here), remove the others and reinstall it."
-        commands = [f"pip uninstall -y {' '.join(p.name for p in drop)}",
-                    f"pip install --force-reinstall --no-deps {keep[0].name}=={keep[0].version}"]
+        commands = [f"pip uninstall -y {' '.join(quote(p.name) for p in drop)}",
+                    f"pip install --force-reinstall --no-deps {quote(f'{keep[0].name}=={keep[0].version}')}"]
     else:
         fix = ("Frameworks of different CUDA majors need separate environments; keep one family per environment "
                "and reinstall the one you keep.")
@@ -456,7 +457,7 @@ def _versions_finding(name: str, members: List[Package]) -> Finding:
             + "The first one listed is the one Python sees first.",
         fix=f"Keep one {name}: remove the other copy with the pip of the environment (or user site) that holds it, "
             "then reinstall the one you keep.",
-        commands=[f"python -m pip install --force-reinstall --no-deps {name}=={members[0].version}"],
+        commands=[f"python -m pip install --force-reinstall --no-deps {quote(f'{name}=={members[0].version}')}"],
         evidence=["packages"],
     )
 

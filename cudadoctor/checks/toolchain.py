@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from cudadoctor.matrix.versions import major, major_minor, vkey
 from cudadoctor.model import Category, Compiler, Finding, FrameworkBuild, Severity, Snapshot, Toolkit
+from cudadoctor.model.shell import assign, comment, prepend_path, quote
 from cudadoctor.checks.base import Check, cuda_builds, finding, ref
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def check_cuda_home_exists(snap: Snapshot, matrix: Matrix) -> List[Finding]:
         torch = _torch(snap)
         other = _best_for(snap, torch.cuda or "") if torch else None
         other = other or next((t for t in _toolkits(snap) if _usable(t)), None)
-        command = f"export {names[0]}={other.root}" if other else f"unset {names[0]}"
+        command = assign(names[0], other.root) if other else f"unset {names[0]}"
         used = tk.active or names[0] in ("CUDA_HOME", "CUDA_PATH")
         out.append(finding(
             "cuda-home-not-found", W if used else INFO, Category.OTHER,
@@ -114,7 +115,7 @@ def check_cuda_home_vs_path(snap: Snapshot, matrix: Matrix) -> List[Finding]:
     target = home
     if torch and major_minor(path.version or "") == major_minor(torch.cuda or "") != major_minor(home.version or ""):
         target = path
-    command = f"export PATH={home.root}/bin:$PATH" if target is home else f"export {var}={path.root}"
+    command = prepend_path(f"{home.root}/bin") if target is home else assign(var, path.root)
     about_torch = (f" torch {torch.version} is CUDA {torch.cuda}." if torch else "")
     return [finding(
         "cuda-home-nvcc-differ", W, Category.NVCC_FRAMEWORK_MISMATCH,
@@ -148,11 +149,11 @@ def check_nvcc_torch(snap: Snapshot, matrix: Matrix) -> List[Finding]:
         other = None
     if other is not None and other is not tk:
         fix = f"Point CUDA_HOME at the CUDA {other.version} toolkit already installed at {other.root}."
-        commands = [f"export CUDA_HOME={other.root}", f"export PATH={other.root}/bin:$PATH"]
+        commands = [assign("CUDA_HOME", other.root), prepend_path(f"{other.root}/bin")]
     else:
         fix = (f"To build extensions, install CUDA toolkit {torch.cuda} (NVIDIA's installers put it in "
                f"/usr/local/cuda-{torch.cuda}) and point CUDA_HOME at it; torch itself needs nothing.")
-        commands = [f"export CUDA_HOME=/usr/local/cuda-{torch.cuda}    # after installing CUDA {torch.cuda}"]
+        commands = [f"{assign('CUDA_HOME', f'/usr/local/cuda-{torch.cuda}')}    {comment(f'after installing CUDA {torch.cuda}')}"]
     return [finding(
         "nvcc-torch-mismatch", W if major_differs else INFO, Category.NVCC_FRAMEWORK_MISMATCH,
         f"CUDA extensions would build with CUDA {_mm(tk.version)}, but torch {torch.version} is CUDA {torch.cuda}",
@@ -281,7 +282,7 @@ def check_nvcc_needed(snap: Snapshot, matrix: Matrix) -> List[Finding]:
                 "was found, so XLA warns that it cannot find ptxas and falls back to the driver's PTX compiler, "
                 "or fails to compile.",
             fix=f"Install the wheel tensorflow {build.version} pins.",
-            commands=[f'pip install "{wheel}{spec or ""}"'],
+            commands=[f"pip install {quote(wheel + (spec or ''))}"],
             evidence=["packages", "toolkits", "frameworks[tensorflow]"],
             source=[ref("tensorflow.json", f"and_cuda_pins {pins.version}")] if pins else [],
         ))
@@ -301,7 +302,8 @@ def check_nvcc_needed(snap: Snapshot, matrix: Matrix) -> List[Finding]:
             fix=(f"Install CUDA toolkit {version} (torch's CUDA) and set CUDA_HOME to it" if version else
                  "Install a CUDA toolkit of your framework's CUDA version and set CUDA_HOME to it")
                 + ", or unset the variables if you do not build CUDA code.",
-            commands=[f"export CUDA_HOME=/usr/local/cuda-{version}    # after installing CUDA {version}"] if version else [],
+            commands=[f"{assign('CUDA_HOME', f'/usr/local/cuda-{version}')}    {comment(f'after installing CUDA {version}')}"]
+            if version else [],
             evidence=["toolkits"] + [f"env.{v}" for v in set_vars],
             source=[ref("errors.json", "torch-cpp-extension-cuda-home-not-set")],
         ))

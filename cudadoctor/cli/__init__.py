@@ -15,13 +15,24 @@ def version_line() -> str:
     return _version.line()
 
 
+def _version_out(line: str) -> int:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()  # a full disk says so here, inside the handler
+    return 0
+
+
 def main(argv: Optional[List[str]] = None, process: bool = False) -> NoReturn:
     """The command. ``process``: this is the whole process (the ``cudadoctor`` script, ``python -m
     cudadoctor``), so that ``check`` may leave without the interpreter's teardown."""
     args = sys.argv[1:] if argv is None else list(argv)
+    if sys.stdout is None:  # started with stdout closed (>&-): every write would fail
+        if sys.stderr is not None:
+            sys.stderr.write("cudadoctor: error: standard output is closed\n")
+        sys.exit(2)
     if args == ["--version"]:  # answered without importing click: it is on every bug report
-        sys.stdout.write(version_line() + "\n")
-        sys.exit(0)
+        from cudadoctor.cli.handler import guarded
+
+        sys.exit(guarded(lambda: _version_out(version_line()), args))
     if args[:1] == ["run"]:
         # `cudadoctor run -- CMD` wraps every run of a job: start CMD without importing click.
         # Anything its small parser does not take (--help, a bad value) goes to click below.

@@ -28,7 +28,7 @@ MAX_PREFIX = 20  # GitHub's label names hold 50 characters; the longest category
               help="GitHub's REST API (default: $GITHUB_API_URL, else https://api.github.com, or "
                    "https://HOST/api/v3 for an Enterprise URL).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1, max=300), default=15.0, show_default=True,
-              metavar="SECONDS", help="How long to wait for each answer of GitHub.")
+              metavar="SECONDS", help="How long all the calls to GitHub may take together (connecting, every page, every write).")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis, the reply and what was done as JSON.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="Exit 1 when a cause is found (holds or likely) or a finding is at least this severe.")

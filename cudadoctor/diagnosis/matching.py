@@ -40,13 +40,60 @@ def match(text: str, matrix: "Matrix", clean: bool = True) -> List["SignatureMat
     if last is not None and last[0] is matrix and (last[2] is text or (last[1] == clean and last[2] == text)):
         return list(last[3])  # the same text once more (the intake's, then a check's and explain's): once
     plain = "\n".join(lines_of(text)) if clean else text
+    plain, shifts = _bounded(plain)
     data = matrix.signatures
     if len(plain) > REDUCE_AT:
         out = _in_a_long_text(plain, data)
     else:
         out = _all(plain, data)
+    if shifts:
+        out = [replace(m, start=_unbounded(m.start, shifts)) for m in out]
     _LAST["last"] = (matrix, clean, text, tuple(out))
     return out
+
+
+LONG_LINE = 4096  # a longer line is matched on its head and its tail
+LINE_END = 2048  # characters of each end of such a line
+CUT = " … "
+
+
+def _bounded(text: str) -> Tuple[str, List[Tuple[int, int]]]:
+    """The text with every line longer than :data:`LONG_LINE` cut to its first and last
+    :data:`LINE_END` characters (joined by :data:`CUT`), and where offsets moved: (offset in the
+    cut text from which on, how many characters were taken out before it). An error's message is
+    at a line's start or its end; the middle of a 1 MB line is data (a tensor, a base64 blob)
+    that no pattern needs, and every pattern then runs on lines of bounded length."""
+    if len(text) <= LONG_LINE or not _has_long_line(text):
+        return text, []
+    out: List[str] = []
+    shifts: List[Tuple[int, int]] = []
+    at = removed = 0
+    for line in text.split("\n"):
+        if len(line) > LONG_LINE:
+            short = line[:LINE_END] + CUT + line[-LINE_END:]
+            removed += len(line) - len(short)
+            shifts.append((at + LINE_END + len(CUT), removed))
+            line = short
+        out.append(line)
+        at += len(line) + 1
+    return "\n".join(out), shifts
+
+
+def _has_long_line(text: str) -> bool:
+    at = 0
+    while at < len(text):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if end - at > LONG_LINE:
+            return True
+        at = end + 1
+    return False
+
+
+def _unbounded(start: int, shifts: List[Tuple[int, int]]) -> int:
+    """An offset of the cut text as an offset of the text given."""
+    i = bisect.bisect_right([s for s, _ in shifts], start) - 1
+    return start + shifts[i][1] if i >= 0 else start
 
 
 def _all(plain: str, data: "SignatureData") -> List["SignatureMatch"]:

@@ -175,8 +175,10 @@ def _unlikely(chosen: Dict[str, Any]) -> Set[Category]:
 
 
 # An image name that says it is made for NVIDIA GPUs (the word in its repository or its tag)
-_GPU_IMAGE = re.compile(r"\b[\w./-]*(?:cuda|gpu|nvidia|nvcr\.io|pytorch|tensorflow|jax|vllm|tritonserver|ollama|"
-                        r"text-generation-inference|cudnn)[\w./:-]*", re.IGNORECASE)
+# A word of the docker line that names a GPU image (any word holding one of these: what the words
+# around it are does not matter, and matching them would cost a scan of the word per position).
+_GPU_IMAGE = re.compile(r"cuda|gpu|nvidia|nvcr\.io|pytorch|tensorflow|jax|vllm|tritonserver|ollama|"
+                        r"text-generation-inference|cudnn", re.IGNORECASE)
 _GPU_ACCESS = {C.NO_DRIVER, C.NO_GPU, C.NVML_UNAVAILABLE, C.CONTAINER_NO_GPU, C.DRIVER_LIBRARY_MISMATCH}
 
 

@@ -47,8 +47,10 @@ LIBRARY_CONTEXT = {
     "cusparse": r"(?i:cusparse)", "curand": r"(?i:curand)", "nvrtc": r"(?i:nvrtc)", "nvjitlink": r"(?i:nvjitlink)",
     "nccl": r"(?i:nccl)", "nvml": r"(?i:nvml|nvidia-smi)",
 }
-_NUMBERED = re.compile(r"\bcuda(?:[ _](?:runtime|driver))?[ _]?(?:error|failure)(?:[ _]code)?[ \t]*[:#(=]?[ \t]*(\d{1,5})(?!\d)"
-                       r"|\bcudaError_t[ \t]*[:#(=]?[ \t]*(\d{1,5})\b", re.IGNORECASE)
+# (One run of blanks, then an optional separator and its own blanks: two optional runs side by side
+# would be tried in every split of a long run of blanks.)
+_NUMBERED = re.compile(r"\bcuda(?:[ _](?:runtime|driver))?[ _]?(?:error|failure)(?:[ _]code)?[ \t]*(?:[:#(=][ \t]*)?"
+                       r"(\d{1,5})(?!\d)|\bcudaError_t[ \t]*(?:[:#(=][ \t]*)?(\d{1,5})\b", re.IGNORECASE)
 MAX_HITS = 2000  # a text that names codes more often than this is read up to here
 
 
@@ -58,7 +60,7 @@ def _STABLE(value: int) -> bool:
     710); 1-3 kept their meaning, and 100-9999 exist only in the new numbering."""
     return value in (1, 2, 3) or 100 <= value <= 9999
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_NUMBER_AFTER = re.compile(r"[ \t]*\(\d{1,5}\)")
+_NUMBER_AFTER = re.compile(r"[ \t]{0,16}\(\d{1,5}\)")
 # A line holding a code's message holds one of these too (an error word or a library's name):
 # only such lines are searched for messages and numbers, so a long log costs a few str.find.
 ANCHORS = ("error", "fail", "cuda", "nccl", "nvml", "cublas", "cudnn", "cufft", "cusolver", "cusparse", "curand",

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from cudadoctor.version import __version__
 from cudadoctor.model.printable import json_printable, printable_tree
+from cudadoctor.render import md
 from cudadoctor.render.text import BOLD, DIM, RED, YELLOW, Style
 from cudadoctor.fleet.fingerprint import describe
 from cudadoctor.fleet.fingerprint import Change
@@ -156,7 +157,7 @@ def render_text(s: FleetSummary, stream: TextIO, color: bool = False, verbose: b
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;")
+    return md.text(text)
 
 
 def render_markdown(s: FleetSummary, stream: TextIO, verbose: bool = False) -> None:
@@ -183,7 +184,7 @@ def render_markdown(s: FleetSummary, stream: TextIO, verbose: bool = False) -> N
     if hardware:
         out += ["### Hardware", ""] + _cap(hardware, verbose, "- ") + [""]
     if s.problems:
-        out += ["### Unreadable reports", ""] + _cap([f"- `{p.path}`: {_md(p.reason)}" for p in s.problems], verbose, "- ") + [""]
+        out += ["### Unreadable reports", ""] + _cap([f"- {md.code(p.path)}: {_md(p.reason)}" for p in s.problems], verbose, "- ") + [""]
     if s.missing or s.missing_count:
         out += ["### Missing reports", "", (_md(names(s.missing, verbose, LINES)) if s.missing
                                             else f"{s.missing_count:,} of the {s.expected:,} expected nodes"), ""]

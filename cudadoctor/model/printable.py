@@ -19,8 +19,10 @@ from typing import Any, Dict, TypeVar
 T = TypeVar("T")
 
 # C0 controls, DEL, C1 controls (\x9b is a CSI on many terminals), the line and paragraph
-# separators, and the bidi embeddings, overrides and isolates ("Trojan Source", CVE-2021-42574).
-_OTHERS = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# separators, the bidi embeddings, overrides and isolates ("Trojan Source", CVE-2021-42574), and
+# lone surrogates: a byte that is not UTF-8 in a probed value (CUDA_HOME, PATH), which Python
+# keeps as \udc80-\udcff and no stream can write; it is shown as the byte (\xff).
+_OTHERS = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 _CONTROL = re.compile(f"[\x00-\x1f{_OTHERS}]")
 _CONTROL_BUT_LINES = re.compile(f"[\x00-\x08\x0b-\x1f{_OTHERS}]")  # all but \t (9) and \n (10)
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -36,6 +38,8 @@ def _escape(m: "re.Match[str]") -> str:
     if named:
         return named
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 from cudadoctor.model.printable import json_printable, printable_tree
 from cudadoctor.reports.diff import SECTIONS, Comparison, Difference, Side, summary
+from cudadoctor.render import md
 from cudadoctor.render.findings import MARK, verdict
 from cudadoctor.render.text import BOLD, DIM, GREEN, RED, Style
 
@@ -128,17 +129,12 @@ def render_diff_markdown(comparison: Comparison, stream: TextIO) -> None:
 
 
 def _escape(text: str) -> str:
-    return re.sub(r"([\\`*_|<>\[\]])", r"\\\1", text).replace("\n", " ")
+    return md.text(text)
 
 
 def _code(value: Optional[str]) -> str:
-    """A value in a code span (paths and versions stay literal), safe inside a table cell."""
-    if value is None:
-        return "—"
-    text = value.replace("\n", " ").replace("|", "\\|")
-    fence = "``" if "`" in text else "`"
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+    """A value in a code span (paths and versions stay literal) that it cannot close, safe inside a table cell."""
+    return "—" if value is None else md.code(value, cell=True)
 
 
 # --------------------------------------------------------------------------- json

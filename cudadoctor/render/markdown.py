@@ -7,6 +7,7 @@ from typing import List, Optional, TextIO
 
 from cudadoctor.model import Finding, Report, Severity
 from cudadoctor.model.printable import printable_tree
+from cudadoctor.render import md
 from cudadoctor.render.findings import MARK, fix_lines, problems, verdict
 from cudadoctor.render.text import data_label, framework_line, sections
 
@@ -30,13 +31,13 @@ def markdown_lines(report: Report) -> List[str]:
         if notes:
             out += ["Notes:", ""] + [f"- {_escape(f.title)} (`{f.code}`)" for f in notes] + [""]
     out += _key_table(report) + [""]
-    out += ["<details><summary>Every fact</summary>", "", "```"]
+    facts: List[str] = []
     for label, lines in sections(snap, verbose=True):
         for i, text in enumerate(lines):
-            out.append(f"{label if i == 0 else '':<11}{text}")
+            facts.append(f"{label if i == 0 else '':<11}{text}")
     if snap.errors:
-        out += ["", "Could not read:"] + [f"  {e.probe}: {e.detail} [{e.kind.value}]" for e in snap.errors]
-    out += ["```", "", "</details>"]
+        facts += ["", "Could not read:"] + [f"  {e.probe}: {e.detail} [{e.kind.value}]" for e in snap.errors]
+    out += ["<details><summary>Every fact</summary>", "", *md.fence(facts), "", "</details>"]
     return out
 
 
@@ -54,7 +55,7 @@ def _finding(f: Finding) -> List[str]:
         if text:
             lines += [f"**Fix:** {_escape(text)}", ""]
         if commands:
-            lines += ["```sh", *commands, "```"]
+            lines += md.fence(commands, "sh")
     return lines
 
 
@@ -85,4 +86,5 @@ def _key_table(report: Report) -> List[str]:
 
 
 def _escape(text: Optional[str]) -> str:
-    return (text or "").replace("|", "\\|").replace("<", "&lt;")
+    """A value or a sentence that quotes values, inert in Markdown (:func:`cudadoctor.render.md.text`)."""
+    return md.text(text)

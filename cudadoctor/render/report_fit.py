@@ -35,7 +35,7 @@ Stage = Callable[[Report, Layout], Tuple[Report, Layout]]
 
 def size(text: str) -> int:
     """Length as GitHub counts it (UTF-16 code units: an emoji counts twice)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def fit_markdown(report: Report, budget: int = DEFAULT_BUDGET) -> Tuple[str, Tuple[str, ...]]:

@@ -23,6 +23,7 @@ from cudadoctor.model.printable import json_printable, printable_tree
 from cudadoctor.model.serialize import to_jsonable
 
 __all__ = ["extract_json", "report_markdown"]
+from cudadoctor.render import md
 from cudadoctor.render.jsonout import envelope
 from cudadoctor.render.markdown import _escape, _finding
 from cudadoctor.render.text import data_label, framework_line, sections
@@ -58,8 +59,8 @@ def report_markdown(report: Report, layout: Layout = Layout(), memo: Optional[Me
         severity, line = verdict(report.findings)
         out += [f"**{MARK[severity]} {_escape(line)}**", ""]
     out += key_table(report.snapshot) + [""]
-    created = f" · collected {report.snapshot.created_at}" if report.snapshot.created_at else ""
-    out += [f"<sub>cudadoctor {_escape(report.tool_version)} · data {_escape(data_label(report))}{_escape(created)}"
+    created = f" · collected {_escape(report.snapshot.created_at)}" if report.snapshot.created_at else ""
+    out += [f"<sub>cudadoctor {_escape(report.tool_version)} · data {_escape(data_label(report))}{created}"
             "</sub>", ""]
     out += _notes(report, layout)
     for f in problems(report.findings):
@@ -212,8 +213,6 @@ def without_defaults(value: Any) -> Any:
 
 def _fenced(lines: Sequence[str], info: str) -> List[str]:
     """A code block whose fence is longer than any run of backticks inside it."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + info, *lines, fence]
+    return md.fence(lines, info)
 
 

@@ -46,9 +46,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Pattern, Seque
 
 from cudadoctor.model import Report, Snapshot
 from cudadoctor.reports.redact_rules import (
-    ASSIGNMENT, AUTH_HEADER, BARE_UUID, CONDA_TOKEN, GENERIC, GPU_PREFIX, GPU_UUID, HOME_DIR, HOME_VARIABLES,
+    ASSIGNMENT, AUTH_HEADER, BARE_UUID, CONDA_HOST, CONDA_TOKEN, GENERIC, GPU_PREFIX, GPU_UUID, HOME_DIR, HOME_VARIABLES,
     IDENTIFIER_FIELDS, IPV4, IPV4_RANGE, IPV6, Identity, MAC, MIN_SECRET, MIN_SECRET_ANYWHERE, SYSTEM_HOMES,
-    TOKEN_SHAPES, TRIVIAL_SECRETS, URL_CREDENTIALS, USER_VARIABLES, VERSION_BEFORE, VERSION_FIELDS, is_secret_name,
+    TOKEN_SHAPES, TRIVIAL_SECRETS, URL_CREDENTIALS, URL_WORD, USER_VARIABLES, VERSION_BEFORE, VERSION_FIELDS, is_secret_name,
 )
 
 REDACTED = "<redacted>"
@@ -166,17 +166,19 @@ def redact(report: Report, extra_patterns: Sequence[str] = (), keep_hostname: bo
 
 
 def redact_texts(texts: Sequence[str], snapshot: Optional[Snapshot] = None, extra_patterns: Sequence[str] = (),
-                 local: Identity = Identity()) -> Tuple[Tuple[str, ...], RedactionSummary]:
+                 local: Identity = Identity(), secrets: Sequence[str] = ()) -> Tuple[Tuple[str, ...], RedactionSummary]:
     """Texts that are not part of a report (the lines of an issue that ``cudadoctor triage``
     quotes) through the same rules, with the same pseudonyms across all of them. The private
     values are learned from ``snapshot`` (the machine the texts describe) and from the texts
     themselves (their addresses); home folders, credentials in URLs, secret assignments and token
-    shapes are found wherever they stand."""
+    shapes are found wherever they stand. ``secrets``: values replaced wherever they appear,
+    whatever their form (triage's own token)."""
     snap = snapshot if snapshot is not None else Snapshot()
     scrubber = _Scrubber(snap, [re.compile(p) for p in extra_patterns], False, local)
+    scrubber.secrets = sorted({*scrubber.secrets, *(s for s in secrets if s)}, key=len, reverse=True)
     for text in texts:  # a free text's dotted quads: addresses, unless a version stands there
         for m in IPV4.finditer(text):
-            if _is_address(m.group(0)) and not VERSION_BEFORE.search(text[:m.start()]):
+            if _is_address(m.group(0)) and not VERSION_BEFORE.search(_line_before(text, m.start())):
                 scrubber.ips.add(m.group(0))
         if text.count(":") >= 2:
             scrubber._learn_ips(IPV4.sub("", text))
@@ -302,8 +304,10 @@ class _Scrubber:
             home = home.rstrip("/\\")
             if len(home.strip("/\\")) > 2 and not HOME_DIR.search(home) and home not in SYSTEM_HOMES \
                     and _real(home):
-                # the home as a whole path part: /u/ma is not the start of /u/max
-                self.homes.append((re.compile(re.escape(home) + r"(?![^/\\\s:;,'\"<>|])"), home))
+                # the home as a whole path part: /u/ma is not the start of /u/max; /srv//maya is /srv/maya
+                parts = re.split(r"[/\\]+", home)
+                pattern = r"[/\\]+".join(re.escape(p) for p in parts) + r"(?![^/\\\s:;,'\"<>|])"
+                self.homes.append((re.compile(pattern), parts[-1]))
         hostname = _real(host.hostname if host else None)
         if hostname and not keep_hostname:
             # the full name first, then its first label; both before the username ("maya-laptop"
@@ -349,11 +353,12 @@ class _Scrubber:
             if secret in text:
                 text = word.sub(self._replacer("secret", REDACTED), text)
         text = AUTH_HEADER.sub(lambda m: m.group(1) + self._sub("secret", m.group(0), REDACTED), text)
-        text = ASSIGNMENT.sub(lambda m: m.group(1) + m.group(2) + self._sub("secret", m.group(3), REDACTED), text)
+        text = ASSIGNMENT.sub(lambda m: m.group(1) + m.group("quote") + self._sub("secret", m.group("value"), REDACTED),
+                              text)
         text = TOKEN_SHAPES.sub(lambda m: self._sub("secret", m.group(0), REDACTED), text)
+        if "/t/" in text or "/T/" in text:
+            text = URL_WORD.sub(self._conda_tokens, text)
         if "://" in text:
-            if "/t/" in text:
-                text = CONDA_TOKEN.sub(lambda m: m.group(1) + self._sub("secret", m.group(2), REDACTED), text)
             text = URL_CREDENTIALS.sub(
                 lambda m: m.group(1) + self._sub("url_credentials", m.group(0), REDACTED) + "@", text)
         if "-" in text:
@@ -364,6 +369,20 @@ class _Scrubber:
         for pattern, name, kind in self.words:
             text = pattern.sub(self._replacer(kind, HOSTNAME) if kind == "hostname" else self._user(name), text)
         return text
+
+    def _conda_tokens(self, m: "re.Match[str]") -> str:
+        """A word with conda channel tokens (``https://HOST/t/<token>/...``, ``HOST/t/<token>/...``), redacted."""
+        word = m.group(0)
+        if "/t/" not in word and "/T/" not in word:
+            return word
+        url = word.find("://")
+        if url >= 0:
+            return word[:url] + CONDA_TOKEN.sub(self._conda_token, word[url:])
+        return ":".join(CONDA_TOKEN.sub(self._conda_token, part) if CONDA_HOST.match(part) else part
+                        for part in word.split(":"))
+
+    def _conda_token(self, m: "re.Match[str]") -> str:
+        return m.group(0)[:3] + self._sub("secret", m.group(1), REDACTED)
 
     def _user(self, name: str) -> Callable[["re.Match[str]"], str]:
         return lambda m: self._sub("username", m.group(0), self.names.name("username", name))
@@ -425,8 +444,8 @@ class _Scrubber:
         return self.names.name("ip", value)
 
     def _home(self, text: str) -> str:
-        for pattern, home in self.homes:
-            if home in text:
+        for pattern, last in self.homes:  # (the pattern, the home's last part: found before the pattern runs)
+            if last in text:
                 text = pattern.sub(self._replacer("home", "<home>"), text)
         if "Users" not in text and "/home/" not in text:
             return text
@@ -442,6 +461,15 @@ class _Scrubber:
             return m.group(1) + label
 
         return HOME_DIR.sub(user, text)
+
+
+def _line_before(text: str, at: int, limit: int = 200) -> str:
+    """What stands before ``at`` on its line, at most ``limit`` characters (a longer part starts with
+    a NUL, so that it is not taken for the line's start)."""
+    start = text.rfind("\n", max(0, at - limit), at) + 1
+    if start == 0 and at > limit:
+        return "\x00" + text[at - limit:at]
+    return text[start:at]
 
 
 def _real(value: Optional[str]) -> Optional[str]:

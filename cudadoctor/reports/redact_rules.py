@@ -14,10 +14,16 @@ SECRET_WORDS = "TOKEN|KEY|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOK
 # AWS_CREDS, but not PATH, COMPASS, PWD (the current folder) or OLDPWD.
 SECRET_PARTS = r"_(?:PASS|PWD|PAT)(?![A-Za-z0-9])|(?<![A-Za-z0-9])CRED|_CRED"
 SECRET_NAME = re.compile(rf"{SECRET_WORDS}|{SECRET_PARTS}", re.IGNORECASE)  # a variable (or key) whose value is secret
+# A whole name (a run of [A-Za-z0-9_]) holding a secret word, taken at once: the lookahead finds the
+# run and the back-reference consumes it, so that no other split of the run is tried (linear time:
+# a long run such as TOKEN_TOKEN_..._TOKEN is read once, not once per split).
 SECRET_VARIABLE = rf"[A-Za-z0-9_]*(?:{SECRET_WORDS}|{SECRET_PARTS})[A-Za-z0-9_]*"
+# (The secret word is looked for in a name's first 128 characters: no variable's name is longer.)
+_WHOLE_SECRET_VARIABLE = rf"(?=(?P<{{0}}>[A-Za-z0-9_]{{{{0,128}}}}?(?:{SECRET_WORDS}|{SECRET_PARTS})[A-Za-z0-9_]*))(?P={{0}})"
 # NAME=value, NAME: value, --name value, "name": "value" in any text (the value up to a space or quote)
-ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9_])(--{SECRET_VARIABLE}(?:=|\s+)|{SECRET_VARIABLE}['\"]?\s*(?:=|:\s)\s*)"
-                        r"(?!<redacted>|(?:bearer|basic|token)\s)(['\"]?)([^\s'\";,]+)")
+ASSIGNMENT = re.compile(rf"(?i)(?<![A-Za-z0-9_])(--{_WHOLE_SECRET_VARIABLE.format('option')}(?:=|\s+)"
+                        rf"|{_WHOLE_SECRET_VARIABLE.format('name')}['\"]?\s*(?:=|:\s)\s*)"
+                        r"(?!<redacted>|(?:bearer|basic|token)\s)(?P<quote>['\"]?)(?P<value>[^\s'\";,]+)")
 # Secret values too common to replace wherever they appear ("1" or "true" in another variable is no leak).
 TRIVIAL_SECRETS = frozenset({"true", "false", "none", "null", "unset", "auto", "never", "always", "default",
                              "enabled", "disabled", "empty", "changeme", "redacted"})
@@ -39,9 +45,15 @@ TOKEN_SHAPES = re.compile(
     r"|hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|A[KS]IA[0-9A-Z]{16})(?![A-Za-z0-9])")
 # The userinfo runs to the LAST @ before the host's end (RFC 3986 wants @ in a password encoded,
 # people do not): https://u:p@ss@host/ must lose "p@ss" whole.
-URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s'\"<>]+@")
-# A conda channel token: https://conda.anaconda.org/t/<token>/channel/... (any host serving one).
-CONDA_TOKEN = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s'\"<>]*?/t/)(?!<redacted>(?:/|$))([^/\s'\"<>]+)")
+# (A scheme starts where a run of scheme characters starts: "-a-a-a…" is tried once, not at every "a".)
+URL_CREDENTIALS = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://)(?!<redacted>@)[^/\s'\"<>]+@")
+# A conda channel token: https://conda.anaconda.org/t/<token>/channel/... (any host serving one, any
+# case of /t/, with or without the scheme). Read word by word (cudadoctor.reports.redact): in a word
+# (a run without blanks, quotes or = , ;), /t/ and the token after a "://", or after a host name
+# that starts the word or one of its ":"-separated parts (conda.anaconda.org/t/<token>/...).
+URL_WORD = re.compile(r"[^\s'\"<>=,;]+")
+CONDA_TOKEN = re.compile(r"(?i)/t/(?!<redacted>(?:/|$))([^/]+)")
+CONDA_HOST = re.compile(r"(?<![\w.-])[\w-]+(?:\.[\w-]+)+(?=/)")
 
 UUID_TEXT = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 GPU_UUID = re.compile(rf"(?<![A-Za-z0-9])(?:GPU|MIG)-{UUID_TEXT}(?![A-Za-z0-9])")
@@ -82,7 +94,7 @@ VERSION_FIELDS = ("version", "cuda", "cudnn", "nccl", "glibc", "kernel")
 # address: a version word or operator ("cuDNN version: 8.9.7.29", "==8.9.2.26"), or a package's
 # name in a list's first column ("nvidia-cudnn-cu12   8.9.2.26"), unless that word names an address.
 VERSION_BEFORE = re.compile(
-    r"(?i)(?:version|release|build|==|>=|<=|~=|!=|(?<![A-Za-z0-9])v)\s*[:=]?\s*$"
+    r"(?i)(?:version|release|build|==|>=|<=|~=|!=|(?<![A-Za-z0-9])v)\s*(?:[:=]\s*)?$"
     r"|^\s*(?!(?:inet6?|ip|addr|address|host|server|peer|from|to|via|nameserver|gateway)\s)[A-Za-z][\w.+-]*\s+$")
 
 

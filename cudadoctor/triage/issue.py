@@ -22,6 +22,7 @@ MAX_TEXT = 1 << 20  # characters of the joined text diagnosed (a GitHub body hol
 # Who may have posted triage's reply: a bot (the workflow's token), or someone with write access
 # (a maintainer's own token). A comment of anyone else that starts with the marker is not ours.
 REPLY_AUTHORS = ("OWNER", "MEMBER", "COLLABORATOR")
+MAX_URL = 2048  # a longer repository URL is no API's
 _REPOSITORY_URL = re.compile(rf"(.*)/repos/({OWNER})/({REPO})/?")
 
 
@@ -163,8 +164,8 @@ def from_file(text: str, name: str, api_url: Optional[str] = None) -> Issue:
     if stripped.startswith("{"):
         try:
             document = json.loads(stripped)
-        except ValueError:
-            document = None  # a text that starts with a brace: read as text
+        except (ValueError, RecursionError):
+            document = None  # a text that starts with a brace (or JSON nested too deep): read as text
     if not isinstance(document, dict):
         return Issue(ref=None, title="", author="", body=text, source=name)
     inner = document.get("issue")
@@ -199,7 +200,7 @@ def _ref_of(document: Dict[str, Any], issue: Dict[str, Any], api_url: Optional[s
         return None
     repository = document.get("repository")
     for url in (repository.get("url") if isinstance(repository, dict) else None, issue.get("repository_url")):
-        m = _REPOSITORY_URL.fullmatch(url) if isinstance(url, str) else None
+        m = _REPOSITORY_URL.fullmatch(url) if isinstance(url, str) and len(url) <= MAX_URL else None
         if m:
             try:
                 api = normalize_api_url(api_url or m.group(1))

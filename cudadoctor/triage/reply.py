@@ -34,8 +34,6 @@ MAX_OTHERS = 3  # other causes named after the first
 MAX_VERIFY = 3
 FORMAT = "cudadoctor.triage"
 FORMAT_VERSION = 1
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>#|~!])")
-_MENTION = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 _ON_LINE = re.compile(r"\bon line (\d+)\b")
 
 
@@ -73,8 +71,10 @@ class Reply:
         return self.causes[0] if self.causes else None
 
 
-def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None) -> Reply:
-    """The reply to the issue whose joined text ``d`` diagnosed."""
+def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None,
+                secrets: Sequence[str] = ()) -> Reply:
+    """The reply to the issue whose joined text ``d`` diagnosed. ``secrets`` (triage's token) are
+    replaced wherever they appear, in whatever is quoted and in the reply as a whole."""
     from cudadoctor.reports.redact import redact_texts
     from cudadoctor.render.report_fit import DEFAULT_BUDGET
 
@@ -91,7 +91,7 @@ def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None)
     # one redaction over every text that comes from the issue or quotes it: one set of pseudonyms
     raw_quotes = [_quoted(lines, original, n) for n in quote_lines]
     texts = [*raw_quotes, *(c.why for c in causes), fix_text, *commands]
-    clean, summary = redact_texts(texts, d.intake.snapshot())
+    clean, summary = redact_texts(texts, d.intake.snapshot(), secrets=secrets)
     quotes_clean = clean[: len(raw_quotes)]
     whys = clean[len(raw_quotes): len(raw_quotes) + len(causes)]
     fix_clean = clean[len(raw_quotes) + len(causes)]
@@ -105,6 +105,8 @@ def build_reply(d: PasteDiagnosis, joined: Joined, budget: Optional[int] = None)
     confident = top is not None and top.verdict == "holds"
     markdown = _markdown(shown, quotes, fix, d.asks if not confident else (), meaning, verify,
                          d.explanation.data_version)
+    for secret in secrets:
+        markdown = markdown.replace(secret, "<redacted>") if secret else markdown
     markdown = _fit(markdown, budget or DEFAULT_BUDGET)
     return Reply(markdown, top is not None, confident, shown, quotes, tuple(d.asks), fix,
                  summary.describe() if summary.total else "")
@@ -170,18 +172,17 @@ def _meaning(d: PasteDiagnosis, top: Optional[RankedCause]) -> Tuple[str, Tuple[
 
 
 def md(text: str) -> str:
-    """Prose from outside made inert in Markdown: control characters escaped, Markdown's
-    punctuation backslashed, @mentions put in code (no one is notified)."""
-    text = printable(_one_line(text)).replace("&", "&amp;")
-    text = _MARKDOWN.sub(r"\\\1", text)
-    return _MENTION.sub(lambda m: f"`{m.group(0)}`", text)
+    """Prose from outside made inert in Markdown (:func:`cudadoctor.render.md.text`)."""
+    from cudadoctor.render.md import text as inert
+
+    return inert(text)
 
 
 def fenced(lines: Sequence[str], info: str = "") -> List[str]:
-    """A fenced code block that no line can close: its fence is longer than any run of backticks in it."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence + info, *lines, fence]
+    """A fenced code block that no line can close (:func:`cudadoctor.render.md.fence`)."""
+    from cudadoctor.render.md import fence
+
+    return fence(lines, info)
 
 
 def _markdown(causes: Sequence[ShownCause], quotes: Sequence[Quote], fix: Optional[Tuple[str, Tuple[str, ...]]],
