@@ -108,8 +108,8 @@ BOUNDED: Dict[str, Tuple[Callable[[Pattern[str], str], object], str]] = {
     "cudadoctor.triage.issue._REPOSITORY_URL": (lambda r, s: r.fullmatch(s[:2048]), "a repository URL, at most 2048"),
     "cudadoctor.matrix._gpus_resolve._NOISE": (lambda r, s: r.sub(" ", s[:200]), "a GPU name, at most 200 characters"),
     "cudadoctor.matrix.pytorch._VERSION": (lambda r, s: r.match(s), "a version: matched at its start only"),
-    "cudadoctor.reports.redact.VERSION_BEFORE": (lambda r, s: r.search("\x00" + s[-200:]),
-                                                "the 200 characters before an address"),
+    "cudadoctor.reports.redact.VERSION_BEFORE": (lambda r, s: r.search("\x00" + s[-64:]),
+                                                "the 64 characters before an address"),
 }
 Run = Tuple[str, Callable[[str], object], str, str, Optional[Pattern[str]]]
 MATCHES = 1000  # matches of a pattern gone through on one line: the engine's time, not Python's per match

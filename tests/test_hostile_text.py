@@ -79,6 +79,8 @@ def test_redaction_of_a_long_value_is_quick(value: str) -> None:
 def test_no_pattern_grows_faster_than_its_line() -> None:
     """The adversarial screen: every case on lines of 1,024 and 4,096 characters."""
     adversarial = _adversarial()
-    superlinear = [f"{r.name}: {r.small * 1000:.1f} -> {r.large * 1000:.1f} ms on {r.line[:30]!r}"
-                   for r in adversarial.screen(1024) if r.superlinear]
-    assert superlinear == []
+    flagged = [r.name for r in adversarial.screen(1024) if r.superlinear]
+    # once more for each case flagged: a pause of a busy machine is not growth, a quadratic pattern is again
+    again = [f"{r.name}: {r.small * 1000:.1f} -> {r.large * 1000:.1f} ms on {r.line[:30]!r}"
+             for name in flagged for r in adversarial.screen(1024, only=name) if r.name == name and r.superlinear]
+    assert again == []

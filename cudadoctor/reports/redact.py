@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import ipaddress
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
@@ -463,7 +464,7 @@ class _Scrubber:
         return HOME_DIR.sub(user, text)
 
 
-def _line_before(text: str, at: int, limit: int = 200) -> str:
+def _line_before(text: str, at: int, limit: int = 64) -> str:
     """What stands before ``at`` on its line, at most ``limit`` characters (a longer part starts with
     a NUL, so that it is not taken for the line's start)."""
     start = text.rfind("\n", max(0, at - limit), at) + 1
@@ -481,6 +482,7 @@ def _word(value: str, flags: int = 0) -> Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", flags)
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_address(text: str) -> bool:
     """A real IP address worth hiding: not loopback, not unspecified."""
     try:
