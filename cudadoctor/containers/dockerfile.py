@@ -1,0 +1,163 @@
+"""The Dockerfile reader: instructions with their continuation lines and heredocs, stages
+(``FROM image AS name``, a stage built on an earlier one inherits what it installed and set),
+``ARG`` defaults substituted where they are literal, ``ENV``, ``RUN`` installs, ``CMD`` and
+``ENTRYPOINT``. The last stage is what runs; the others are build stages."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Dict, List, Optional, Tuple
+
+from cudadoctor.containers.installs import read_installs
+from cudadoctor.containers.model import MAX_LINE, EnvVar, Spec, Unit
+
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?$", re.S)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_HEREDOC = re.compile(r"<<-?\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
+MAX_STAGES = 10000
+MAX_HEREDOC_LINES = 10000
+
+
+def instructions(lines: List[str]) -> List[Tuple[int, str, str]]:
+    """(line, KEYWORD, arguments) of each instruction; continuation lines joined, comment lines
+    inside them dropped, a heredoc's body appended to its instruction."""
+    out: List[Tuple[int, str, str]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        raw = lines[i]
+        start = i
+        i += 1
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = [raw.rstrip()]
+        while parts[-1].endswith("\\") and i < n and sum(len(p) for p in parts) < MAX_LINE:
+            parts[-1] = parts[-1][:-1]
+            nxt = lines[i]
+            i += 1
+            if nxt.strip().startswith("#"):
+                parts.append("\\")  # a comment inside a continuation is dropped; the continuation goes on
+                continue
+            parts.append(nxt.rstrip())
+        text = " ".join(p for p in parts if p != "\\")[:MAX_LINE]
+        heredoc = _HEREDOC.search(text)
+        if heredoc and text.lstrip().upper().startswith(("RUN", "COPY")):
+            body: List[str] = []
+            while i < n and lines[i].strip() != heredoc.group(1) and len(body) < MAX_HEREDOC_LINES:
+                body.append(lines[i])
+                i += 1
+            i += 1
+            text = text[: heredoc.start()] + " ; " + " ; ".join(body)
+        m = _INSTRUCTION.match(text)
+        if m:
+            out.append((start + 1, m.group(1).upper(), (m.group(2) or "").strip()))
+    return out
+
+
+def substitute(text: str, values: Dict[str, str]) -> Tuple[str, List[str]]:
+    """``$X``/``${X}``/``${X:-default}`` replaced from ``values``; the names left unresolved."""
+    missing: List[str] = []
+
+    def one(m: "re.Match[str]") -> str:
+        name = m.group(1) or m.group(3)
+        if name in values:
+            return values[name]
+        if m.group(2) is not None and "-" in m.group(0).split(name, 1)[1][:2]:
+            return m.group(2)
+        missing.append(name)
+        return m.group(0)
+
+    return _VAR.sub(one, text), missing
+
+
+def _key_values(args: str) -> List[Tuple[str, str]]:
+    """ENV/ARG arguments: 'A=1 B="two words"' or the legacy 'A value with spaces'."""
+    if "=" not in args.split(" ", 1)[0]:
+        name, _, value = args.partition(" ")
+        return [(name, value.strip().strip('"').strip("'"))] if name else []
+    out = []
+    for m in re.finditer(r"([A-Za-z_][A-Za-z0-9_.-]*)=(\"(?:[^\"\\]|\\.)*\"|'[^']*'|\S*)", args):
+        value = m.group(2)
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        out.append((m.group(1), value))
+    return out
+
+
+def _exec_form(args: str) -> str:
+    """CMD ["python", "train.py"] -> 'python train.py'."""
+    if args.startswith("["):
+        return " ".join(re.findall(r"\"((?:[^\"\\]|\\.)*)\"", args))
+    return args
+
+
+def read_dockerfile(path: str, lines: List[str]) -> Spec:
+    global_args: Dict[str, str] = {}
+    stages: List[Unit] = []
+    by_name: Dict[str, Unit] = {}
+    notes: List[Tuple[int, str]] = []
+    args: Dict[str, str] = {}
+    env: Dict[str, str] = {}
+    for line, keyword, rest in instructions(lines):
+        if keyword == "FROM":
+            if len(stages) >= MAX_STAGES:
+                notes.append((line, f"more than {MAX_STAGES} stages: the rest is not read"))
+                break
+            stage = _from(line, rest, global_args, by_name, len(stages))
+            stages.append(stage)
+            if stage.name:
+                by_name[stage.name.lower()] = stage
+            args = dict(global_args)
+            env = {v.name: v.value for v in stage.env}
+            if stage.image_note:
+                notes.append((line, stage.image_note))
+            continue
+        if keyword == "ARG":
+            for name, value in _key_values(rest):
+                target = global_args if not stages else args
+                if value or name not in target:
+                    target[name] = substitute(value, {**args, **env})[0] if stages else value
+            continue
+        if not stages:
+            continue
+        stage = stages[-1]
+        values = {**args, **env}
+        if keyword == "ENV":
+            new = [EnvVar(k, substitute(v, values)[0], line) for k, v in _key_values(rest)]
+            env.update((v.name, v.value) for v in new)
+            stage = replace(stage, env=stage.env + tuple(new))
+        elif keyword == "RUN":
+            text = substitute(rest, values)[0]
+            stage = replace(stage, installs=stage.installs + tuple(read_installs(text, line)),
+                            commands=stage.commands + ((text[:500], line),))
+        elif keyword in ("CMD", "ENTRYPOINT"):
+            stage = replace(stage, commands=stage.commands + ((_exec_form(rest)[:500], line),))
+        else:
+            continue
+        stages[-1] = stage
+        if stage.name:
+            by_name[stage.name.lower()] = stage
+    units = tuple(replace(s, runs=(i == len(stages) - 1)) for i, s in enumerate(stages))
+    return Spec(path, "dockerfile", units, tuple(notes), len(lines))
+
+
+def _from(line: int, rest: str, global_args: Dict[str, str], by_name: Dict[str, Unit], index: int) -> Unit:
+    words = [w for w in rest.split() if not w.startswith("--")]
+    ref = words[0] if words else ""
+    name = words[2] if len(words) >= 3 and words[1].lower() == "as" else ""
+    image, missing = substitute(ref, global_args)
+    label = name or str(index)
+    parent = by_name.get(image.lower())
+    if parent is not None:
+        return replace(parent, name=label, line=line, parent=parent.name, runs=False, commands=())
+    note = ""
+    if missing:
+        note = f"FROM {ref}: ARG {', '.join(missing)} has no literal default, so the base image is not known"
+        image_value: Optional[str] = None
+    elif image.lower() == "scratch" or not image:
+        image_value = None
+        note = "" if image else "FROM without an image"
+    else:
+        image_value = image
+    return Unit("stage", label, line, image_value, line, note)
