@@ -10,7 +10,7 @@ from typing import Callable, List, Optional, Tuple
 
 from cudadoctor.checks.base import finding, ref
 from cudadoctor.checks.containers_facts import (
-    HostFacts, TorchBuild, fc_verdict, image_of, torch_builds, torch_line, uses_gpu,
+    HostFacts, TorchBuild, fc_verdict, image_of, needs_gpu, torch_builds, torch_line, uses_gpu,
 )
 from cudadoctor.checks.containers_fix import compose_gpu_lines, from_line_for_driver, from_line_with_devel
 from cudadoctor.containers.model import Located, Spec, Unit
@@ -194,7 +194,7 @@ def rule_extension_build(unit: Unit, img: Optional[ImageFacts], host: HostFacts,
 
 
 def rule_gpu_request(unit: Unit, img: Optional[ImageFacts], host: HostFacts, matrix: Matrix) -> List[Tuple[int, Finding]]:
-    if unit.kind not in ("service", "run") or unit.gpu or not uses_gpu(unit, img, matrix):
+    if unit.kind not in ("service", "run") or unit.gpu or not needs_gpu(unit, img):
         return []
     what = "compose service" if unit.kind == "service" else "docker run"
     lines = compose_gpu_lines() if unit.kind == "service" else ["docker run --gpus all ..."]

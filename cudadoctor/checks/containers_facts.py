@@ -57,11 +57,16 @@ def image_of(unit: Unit, matrix: Matrix) -> Optional[ImageFacts]:
     return img
 
 
+def needs_gpu(unit: Unit, img: Optional[ImageFacts]) -> bool:
+    """The unit evidently needs a GPU: a GPU image, or NVIDIA_*/CUDA_VISIBLE_DEVICES set (a
+    CUDA package alone is not enough: torch's PyPI wheels are CUDA builds and run on a CPU too)."""
+    return bool(img is not None and img.gpu) or any(
+        v.name.startswith("NVIDIA_") or v.name == "CUDA_VISIBLE_DEVICES" for v in unit.env)
+
+
 def uses_gpu(unit: Unit, img: Optional[ImageFacts], matrix: Matrix) -> bool:
-    """The unit evidently means to use a GPU: a GPU image, a CUDA package, NVIDIA_* variables."""
-    if img is not None and img.gpu:
-        return True
-    if any(v.name.startswith(("NVIDIA_", "CUDA_")) for v in unit.env):
+    """The unit means to use a GPU if it can: it needs one, asks for one, or installs a CUDA package."""
+    if unit.gpu or needs_gpu(unit, img):
         return True
     for inst in unit.installs:
         for r in inst.requirements:

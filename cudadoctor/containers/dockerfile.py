@@ -114,10 +114,7 @@ def read_dockerfile(path: str, lines: List[str]) -> Spec:
                 notes.append((line, stage.image_note))
             continue
         if keyword == "ARG":
-            for name, value in _key_values(rest):
-                target = global_args if not stages else args
-                if value or name not in target:
-                    target[name] = substitute(value, {**args, **env})[0] if stages else value
+            _arg(rest, global_args, args, env, bool(stages))
             continue
         if not stages:
             continue
@@ -140,6 +137,22 @@ def read_dockerfile(path: str, lines: List[str]) -> Spec:
             by_name[stage.name.lower()] = stage
     units = tuple(replace(s, runs=(i == len(stages) - 1)) for i, s in enumerate(stages))
     return Spec(path, "dockerfile", units, tuple(notes), len(lines))
+
+
+def _arg(rest: str, global_args: Dict[str, str], args: Dict[str, str], env: Dict[str, str], in_stage: bool) -> None:
+    """ARG NAME=default sets it; a bare ARG NAME in a stage takes the global default, if any."""
+    for word in rest.split():
+        name, eq, value = word.partition("=")
+        if not eq:
+            if in_stage and name in global_args:
+                args[name] = global_args[name]
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if in_stage:
+            args[name] = substitute(value, {**args, **env})[0]
+        else:
+            global_args[name] = value
 
 
 def _from(line: int, rest: str, global_args: Dict[str, str], by_name: Dict[str, Unit], index: int) -> Unit:

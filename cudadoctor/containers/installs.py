@@ -129,13 +129,18 @@ def _conda_requirement(word: str) -> Optional[Requirement]:
     return Requirement(normalise(m.group(1)), word, version or None)
 
 
-def read_installs(text: str, line: int) -> List[Install]:
-    """The install commands in ``text`` (a RUN instruction, a compose command), at ``line``."""
+def read_installs(text: str, line: int, depth: int = 0) -> List[Install]:
+    """The install commands in ``text`` (a RUN instruction, a compose command), at ``line``; the
+    script of ``sh -c '...'`` / ``bash -c '...'`` too."""
     if "install" not in text and "create" not in text:
         return []
     out: List[Install] = []
     for cmd in _commands(_words(text)):
-        found = _install_args(_strip_prefix(cmd))
+        cmd = _strip_prefix(cmd)
+        if depth < 2 and len(cmd) >= 3 and cmd[0].rsplit("/", 1)[-1] in ("sh", "bash", "dash") and "-c" in cmd[1:-1]:
+            out.extend(read_installs(cmd[cmd.index("-c") + 1], line, depth + 1))
+            continue
+        found = _install_args(cmd)
         if found is None:
             continue
         manager, args = found
