@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 from cudadoctor.containers.installs import read_installs
-from cudadoctor.containers.model import MAX_LINE, EnvVar, Spec, Unit
+from cudadoctor.containers.model import MAX_LINE, EnvVar, Install, Spec, Unit
 
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?$", re.S)
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -32,7 +32,8 @@ def instructions(lines: List[str]) -> List[Tuple[int, str, str]]:
         if not stripped or stripped.startswith("#"):
             continue
         parts = [raw.rstrip()]
-        while parts[-1].endswith("\\") and i < n and sum(len(p) for p in parts) < MAX_LINE:
+        size = len(parts[0])
+        while parts[-1].endswith("\\") and i < n and size < MAX_LINE:
             parts[-1] = parts[-1][:-1]
             nxt = lines[i]
             i += 1
@@ -40,6 +41,7 @@ def instructions(lines: List[str]) -> List[Tuple[int, str, str]]:
                 parts.append("\\")  # a comment inside a continuation is dropped; the continuation goes on
                 continue
             parts.append(nxt.rstrip())
+            size += len(parts[-1]) + 1
         text = " ".join(p for p in parts if p != "\\")[:MAX_LINE]
         heredoc = _HEREDOC.search(text)
         if heredoc and text.lstrip().upper().startswith(("RUN", "COPY")):
@@ -92,9 +94,24 @@ def _exec_form(args: str) -> str:
     return args
 
 
+class _Stage:
+    """A stage being read: lists that grow, turned into a :class:`Unit` once (appending to a
+    frozen tuple per instruction would make a long Dockerfile quadratic)."""
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.installs: List[Install] = list(unit.installs)
+        self.env: List[EnvVar] = list(unit.env)
+        self.commands: List[Tuple[str, int]] = list(unit.commands)
+
+    def done(self, runs: bool) -> Unit:
+        return replace(self.unit, installs=tuple(self.installs), env=tuple(self.env), commands=tuple(self.commands),
+                       runs=runs)
+
+
 def read_dockerfile(path: str, lines: List[str]) -> Spec:
     global_args: Dict[str, str] = {}
-    stages: List[Unit] = []
+    stages: List[_Stage] = []
     by_name: Dict[str, Unit] = {}
     notes: List[Tuple[int, str]] = []
     args: Dict[str, str] = {}
@@ -104,14 +121,14 @@ def read_dockerfile(path: str, lines: List[str]) -> Spec:
             if len(stages) >= MAX_STAGES:
                 notes.append((line, f"more than {MAX_STAGES} stages: the rest is not read"))
                 break
-            stage = _from(line, rest, global_args, by_name, len(stages))
-            stages.append(stage)
-            if stage.name:
-                by_name[stage.name.lower()] = stage
+            if stages and stages[-1].unit.name:
+                by_name[stages[-1].unit.name.lower()] = stages[-1].done(False)
+            unit = _from(line, rest, global_args, by_name, len(stages))
+            stages.append(_Stage(unit))
             args = dict(global_args)
-            env = {v.name: v.value for v in stage.env}
-            if stage.image_note:
-                notes.append((line, stage.image_note))
+            env = {v.name: v.value for v in unit.env}
+            if unit.image_note:
+                notes.append((line, unit.image_note))
             continue
         if keyword == "ARG":
             _arg(rest, global_args, args, env, bool(stages))
@@ -119,23 +136,17 @@ def read_dockerfile(path: str, lines: List[str]) -> Spec:
         if not stages:
             continue
         stage = stages[-1]
-        values = {**args, **env}
         if keyword == "ENV":
+            values = {**args, **env}
             new = [EnvVar(k, substitute(v, values)[0], line) for k, v in _key_values(rest)]
             env.update((v.name, v.value) for v in new)
-            stage = replace(stage, env=stage.env + tuple(new))
+            stage.env.extend(new)
         elif keyword == "RUN":
-            text = substitute(rest, values)[0]
-            stage = replace(stage, installs=stage.installs + tuple(read_installs(text, line)),
-                            commands=stage.commands + ((text[:500], line),))
+            text = substitute(rest, {**args, **env})[0] if "$" in rest else rest
+            stage.installs.extend(read_installs(text, line))
         elif keyword in ("CMD", "ENTRYPOINT"):
-            stage = replace(stage, commands=stage.commands + ((_exec_form(rest)[:500], line),))
-        else:
-            continue
-        stages[-1] = stage
-        if stage.name:
-            by_name[stage.name.lower()] = stage
-    units = tuple(replace(s, runs=(i == len(stages) - 1)) for i, s in enumerate(stages))
+            stage.commands.append((_exec_form(rest)[:500], line))
+    units = tuple(s.done(i == len(stages) - 1) for i, s in enumerate(stages))
     return Spec(path, "dockerfile", units, tuple(notes), len(lines))
 
 

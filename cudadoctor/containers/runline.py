@@ -35,12 +35,15 @@ def _logical_lines(lines: List[str]) -> List[Tuple[int, str]]:
     out: List[Tuple[int, str]] = []
     i = 0
     while i < len(lines):
-        start, text = i, lines[i].rstrip()
+        start, parts = i, [lines[i].rstrip()]
+        size = len(parts[0])
         i += 1
-        while text.endswith("\\") and i < len(lines) and len(text) < MAX_LINE:
-            text = text[:-1] + " " + lines[i].strip()
+        while parts[-1].endswith("\\") and i < len(lines) and size < MAX_LINE:
+            parts[-1] = parts[-1][:-1]
+            parts.append(lines[i].strip())
+            size += len(parts[-1]) + 1
             i += 1
-        out.append((start + 1, text[:MAX_LINE]))
+        out.append((start + 1, " ".join(parts)[:MAX_LINE]))
     return out
 
 

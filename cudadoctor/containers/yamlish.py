@@ -31,6 +31,8 @@ class Node:
 
 
 def _strip_comment(text: str) -> str:
+    if "#" not in text:
+        return text.rstrip()
     quote = ""
     for i, ch in enumerate(text):
         if quote:
