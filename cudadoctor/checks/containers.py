@@ -217,7 +217,7 @@ def rule_shm(unit: Unit, img: Optional[ImageFacts], host: HostFacts, matrix: Mat
     if not default or size > default:
         return []
     markers = matrix.images.words("shm_needed_by")
-    text = " ".join([c for c, _ in unit.commands] + [f"{v.name}={v.value}" for v in unit.env])
+    text = " ".join([c for c, _ in unit.commands] + [f"{v.name}={v.value}" for v in unit.all_env()])
     hits = [m for m in markers if m in text]
     if not hits:
         return []

@@ -61,14 +61,14 @@ def needs_gpu(unit: Unit, img: Optional[ImageFacts]) -> bool:
     """The unit evidently needs a GPU: a GPU image, or NVIDIA_*/CUDA_VISIBLE_DEVICES set (a
     CUDA package alone is not enough: torch's PyPI wheels are CUDA builds and run on a CPU too)."""
     return bool(img is not None and img.gpu) or any(
-        v.name.startswith("NVIDIA_") or v.name == "CUDA_VISIBLE_DEVICES" for v in unit.env)
+        v.name.startswith("NVIDIA_") or v.name == "CUDA_VISIBLE_DEVICES" for v in unit.all_env())
 
 
 def uses_gpu(unit: Unit, img: Optional[ImageFacts], matrix: Matrix) -> bool:
     """The unit means to use a GPU if it can: it needs one, asks for one, or installs a CUDA package."""
     if unit.gpu or needs_gpu(unit, img):
         return True
-    for inst in unit.installs:
+    for inst in unit.all_installs():
         for r in inst.requirements:
             if r.name in _GPU_PACKAGES and not (r.local == "cpu" or "/cpu" in (inst.index_url or "")):
                 return True
@@ -124,7 +124,7 @@ def _torch_build(inst: Install, r: Requirement, matrix: Matrix) -> Optional[Torc
 
 def torch_builds(unit: Unit, matrix: Matrix) -> List[TorchBuild]:
     out = []
-    for inst in unit.installs:
+    for inst in unit.all_installs():
         for r in inst.requirements:
             if r.name == "torch" and not r.from_source:
                 build = _torch_build(inst, r, matrix)

@@ -31,7 +31,7 @@ def _built(unit: Unit, base: str, read: Reader) -> Unit:
         return replace(unit, image_note=f"build: {unit.build}: no FROM in it")
     # the image only: the Dockerfile's own lines are checked when it is given itself
     return replace(unit, image=final.image, image_note=final.image_note and f"{path}: {final.image_note}",
-                   env=tuple(v for v in unit.env), commands=unit.commands + final.commands[-1:])
+                   commands=unit.commands + final.commands[-1:])
 
 
 def _image_line(spec: Spec, unit: Unit, matrix: Matrix) -> Tuple[str, int, str]:

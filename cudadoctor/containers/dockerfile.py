@@ -16,6 +16,7 @@ _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)(?:\s+(.*))?$", re.S)
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _HEREDOC = re.compile(r"<<-?\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
 MAX_STAGES = 10000
+MAX_VALUE = 4096  # an ENV value longer than this is cut (PATH=...:$PATH in every stage grows)
 MAX_HEREDOC_LINES = 10000
 
 
@@ -100,9 +101,9 @@ class _Stage:
 
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
-        self.installs: List[Install] = list(unit.installs)
-        self.env: List[EnvVar] = list(unit.env)
-        self.commands: List[Tuple[str, int]] = list(unit.commands)
+        self.installs: List[Install] = []
+        self.env: List[EnvVar] = []
+        self.commands: List[Tuple[str, int]] = []
 
     def done(self, runs: bool) -> Unit:
         return replace(self.unit, installs=tuple(self.installs), env=tuple(self.env), commands=tuple(self.commands),
@@ -116,17 +117,21 @@ def read_dockerfile(path: str, lines: List[str]) -> Spec:
     notes: List[Tuple[int, str]] = []
     args: Dict[str, str] = {}
     env: Dict[str, str] = {}
+    env_of: Dict[str, Dict[str, str]] = {}  # each finished stage's ENV values
     for line, keyword, rest in instructions(lines):
         if keyword == "FROM":
             if len(stages) >= MAX_STAGES:
                 notes.append((line, f"more than {MAX_STAGES} stages: the rest is not read"))
                 break
-            if stages and stages[-1].unit.name:
-                by_name[stages[-1].unit.name.lower()] = stages[-1].done(False)
+            if stages:
+                finished = stages[-1].done(False)
+                stages[-1].unit = finished
+                by_name[finished.name.lower()] = finished
+                env_of[finished.name.lower()] = env
             unit = _from(line, rest, global_args, by_name, len(stages))
+            env = dict(env_of.get(unit.parent.lower(), {})) if unit.parent else {}
             stages.append(_Stage(unit))
             args = dict(global_args)
-            env = {v.name: v.value for v in unit.env}
             if unit.image_note:
                 notes.append((line, unit.image_note))
             continue
@@ -138,7 +143,7 @@ def read_dockerfile(path: str, lines: List[str]) -> Spec:
         stage = stages[-1]
         if keyword == "ENV":
             values = {**args, **env}
-            new = [EnvVar(k, substitute(v, values)[0], line) for k, v in _key_values(rest)]
+            new = [EnvVar(k, substitute(v, values)[0][:MAX_VALUE], line) for k, v in _key_values(rest)]
             env.update((v.name, v.value) for v in new)
             stage.env.extend(new)
         elif keyword == "RUN":
@@ -174,7 +179,8 @@ def _from(line: int, rest: str, global_args: Dict[str, str], by_name: Dict[str, 
     label = name or str(index)
     parent = by_name.get(image.lower())
     if parent is not None:
-        return replace(parent, name=label, line=line, parent=parent.name, runs=False, commands=())
+        return Unit("stage", label, line, parent.image, parent.image_line, parent.image_note, parent=parent.name,
+                    runs=False, inherits=parent)
     note = ""
     if missing:
         note = f"FROM {ref}: ARG {', '.join(missing)} has no literal default, so the base image is not known"

@@ -9,9 +9,6 @@ import re
 import shlex
 from typing import List, Optional, Sequence, Tuple
 
-from packaging.requirements import InvalidRequirement
-from packaging.requirements import Requirement as PepRequirement
-
 from cudadoctor.containers.model import Install, Requirement
 
 _SEPARATORS = {"&&", "||", ";", "|", "&", ";;", "(", ")"}
@@ -34,8 +31,15 @@ _URL_NAME = re.compile(r"/([A-Za-z0-9_.-]+?)(?:\.git)?(?:@[^/#]*)?(?:#.*)?$")
 MAX_WORDS = 4096  # words of one shell text looked at
 
 
+_PLAIN_WORDS = re.compile(r"&&|\|\||;;|[;&|()]|[^\s;&|()]+")
+_SIMPLE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==([0-9][A-Za-z0-9.!_-]*)(?:\+([A-Za-z0-9.]+))?)?$")
+
+
 def _words(text: str) -> List[str]:
-    """Shell words and separators; unbalanced quotes fall back to whitespace words."""
+    """Shell words and separators; unbalanced quotes fall back to whitespace words. Text without
+    quotes or escapes (most RUN lines) is split without shlex, which is slow."""
+    if not any(c in text for c in "\"'\\#"):
+        return _PLAIN_WORDS.findall(text)[:MAX_WORDS]
     try:
         lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()")
         lexer.whitespace_split = True
@@ -103,6 +107,13 @@ def _requirement(word: str, no_binary: Sequence[str]) -> Optional[Requirement]:
         return Requirement(normalise(name), word, from_source=True) if name else None
     if word.startswith((".", "/", "~", "$")) or word.endswith((".txt", ".whl", ".tar.gz", ".zip")):
         return None
+    simple = _SIMPLE.match(word)
+    if simple:  # name, or name==version[+local]: what packaging would read, without its parser
+        name = normalise(simple.group(1))
+        return Requirement(name, word, simple.group(2), simple.group(3), (),
+                           ":all:" in no_binary or name in no_binary)
+    from packaging.requirements import InvalidRequirement, Requirement as PepRequirement  # slow to import: rarely needed
+
     try:
         req = PepRequirement(word)
     except InvalidRequirement:

@@ -3,13 +3,14 @@ compose service, a ``docker run`` line), each fact with the line it was read fro
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from cudadoctor.model import Finding
 from cudadoctor.record import frozen
 
 MAX_BYTES = 4 * 1024 * 1024  # a container file larger than this is read up to here, and said so
 MAX_LINE = 64 * 1024  # one logical line (an instruction with its continuations) is cut here
+MAX_CHAIN = 10000  # stages built on stages, followed at most this deep
 
 
 @frozen
@@ -67,15 +68,34 @@ class Unit:
     shm_mib: Optional[float] = None  # shm_size / --shm-size; None: not set (Docker's default)
     shm_line: int = 0
     ipc_host: bool = False
-    build: Optional[str] = None  # compose build: the Dockerfile it names (relative), or '.'
+    build: Optional[str] = None  # compose build: the Dockerfile it names (relative to the compose file)
+    inherits: Optional["Unit"] = None  # a stage built FROM an earlier stage: that stage (shared, not copied)
+
+    def chain(self) -> List["Unit"]:
+        """This unit and the stages it is built on, the oldest first."""
+        out: List[Unit] = []
+        unit: Optional[Unit] = self
+        while unit is not None and len(out) < MAX_CHAIN:
+            out.append(unit)
+            unit = unit.inherits
+        return out[::-1]
+
+    def all_installs(self) -> List[Install]:
+        """What is installed in this unit: its stages' installs, in order, then its own."""
+        return [i for u in self.chain() for i in u.installs]
+
+    def all_env(self) -> List[EnvVar]:
+        return [v for u in self.chain() for v in u.env]
 
     def env_value(self, name: str) -> Optional[EnvVar]:
-        """The last setting of ``name`` (later ENV lines override earlier ones)."""
-        found = None
-        for var in self.env:
-            if var.name == name:
-                found = var
-        return found
+        """The last setting of ``name`` (later ENV lines override earlier ones, a stage its base's)."""
+        unit: Optional[Unit] = self
+        while unit is not None:
+            for var in reversed(unit.env):
+                if var.name == name:
+                    return var
+            unit = unit.inherits
+        return None
 
 
 @frozen
