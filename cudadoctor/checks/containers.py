@@ -183,8 +183,8 @@ def rule_extension_build(unit: Unit, img: Optional[ImageFacts], host: HostFacts,
                 f"libraries. {', '.join(names)} compiles its CUDA kernels at install time when no prebuilt wheel "
                 "matches this torch, CUDA and Python, and then fails with 'nvcc was not found' or 'CUDA_HOME "
                 "environment variable is not set'.",
-            fix="Build in a devel stage and copy the result into this one" + (f" ({edited}" + " for the build stage)"
-                if edited else "") + ", or install a prebuilt wheel that matches the image's torch and CUDA.",
+            fix="Build in a devel stage" + (" (this FROM line)" if edited else "") + " and copy the result into this "
+                "one, or install a prebuilt wheel that matches the image's torch and CUDA.",
             commands=[edited] if edited else [], evidence=[f"{unit.name}.installs", f"{unit.name}.image"],
             source=list(img.source) + [ref("container_images.json", "extension_builds")])))
     return out

@@ -10,7 +10,6 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from cudadoctor.cli.output import FAIL_ON, exit_code, terminal_color
-from cudadoctor.errors import CudadoctorError
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 
 
@@ -37,11 +36,10 @@ def docker(files: Tuple[str, ...], driver: Optional[str], gpus: Tuple[str, ...],
     from cudadoctor.host.recorded import replay
     from cudadoctor.render.docker import render_docker_json, render_docker_text
 
-    described = driver is not None or bool(gpus)
-    if sum((described, report_path is not None, machine is not None)) > 1:
-        raise CudadoctorError("give one machine: --driver/--gpu, --report or --machine")
+    described = driver is not None or bool(gpus)  # a report wins over a described machine, which wins over this one
     target: Optional[Dict[str, Any]] = {"driver": driver, "gpus": list(gpus), "gpu": True} if described else None
-    result = api.docker(list(files), target, report=report_path, timeout=timeout, host=replay(machine))
+    host = replay(machine) if not (described or report_path) else None
+    result = api.docker(list(files), target, report=report_path, timeout=timeout, host=host)
     if as_json:
         render_docker_json(result, sys.stdout)
     else:
