@@ -306,3 +306,27 @@ def test_cli_text_json_and_exit_codes(tmp_path: "pytest.TempPathFactory", capsys
     assert code == 0
     code, _, err = cli(["docker", str(tmp_path / "missing")], capsys)  # type: ignore[operator]
     assert code == 2 and "cannot be read" in err
+
+
+def test_cli_against_a_recorded_machine_and_a_report(tmp_path: "pytest.TempPathFactory",
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """--machine replays a recorded machine (its probed driver and GPUs); --report reads a saved
+    report's. The DGX's R570 and H100s: a CUDA 13 image runs there through forward compatibility;
+    the laptop's R470 and RTX 3060 cannot run a CUDA 12 image at all."""
+    from tests.helpers import MACHINES
+
+    path = tmp_path / "Dockerfile"  # type: ignore[operator]
+    path.write_text("FROM nvidia/cuda:13.0.0-runtime-ubuntu24.04\n")
+    code, out, _ = cli(["docker", str(path), "--machine", str(MACHINES / "dgx-h100x8-driver570-torch27-cu128"),
+                        "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["host"]["driver"].startswith("570.") and doc["host"]["where"] == "this machine"
+    assert [f["code"] for f in doc["findings"]] == ["cuda-forward-compat"]
+    report = tmp_path / "report.json"  # type: ignore[operator]
+    assert cli(["report", "--machine", str(MACHINES / "laptop-rtx3060-driver470-torch25-cu124"), "--format", "json",
+                "-o", str(report)], capsys)[0] == 0
+    path.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n")
+    code, out, _ = cli(["docker", str(path), "--report", str(report), "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["host"]["driver"].startswith("470.")
+    assert [(f["code"], f["line"]) for f in doc["findings"]] == [("driver-too-old-for-build", 1)]
