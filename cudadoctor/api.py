@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from cudadoctor.planner.target import Target
     from cudadoctor.containers.model import DockerResult
 
-__all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "explain", "make_report", "plan_install", "report", "smoke"]
+__all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "docker", "explain", "make_report", "plan_install",
+           "report", "smoke"]
 
 # What a snapshot-like argument may be: a Snapshot, a Report, a dict (a snapshot or report JSON
 # document as loaded, or the facts of docs/facts.md), or the path of such a JSON file.

@@ -330,3 +330,20 @@ def test_cli_against_a_recorded_machine_and_a_report(tmp_path: "pytest.TempPathF
     doc = json.loads(out)
     assert code == 1 and doc["host"]["driver"].startswith("470.")
     assert [(f["code"], f["line"]) for f in doc["findings"]] == [("driver-too-old-for-build", 1)]
+
+
+def test_the_api_example_of_docs_api_md(tmp_path: "pytest.TempPathFactory") -> None:
+    """docs/api.md shows cudadoctor.docker on docs/docker.md's Dockerfile: the same findings."""
+    import re
+    from pathlib import Path
+
+    import cudadoctor
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    block = re.search(r"```dockerfile\n(.*?)```", (docs / "docker.md").read_text(encoding="utf-8"), re.S)
+    assert block
+    path = tmp_path / "Dockerfile"  # type: ignore[operator]
+    path.write_text(block.group(1))
+    result = cudadoctor.docker(str(path), {"driver": "535.104.05", "gpus": ["A100"]})
+    shown = [(f.line, f.finding.code, f.finding.severity.value) for f in result.findings]
+    assert repr(shown) in (docs / "api.md").read_text(encoding="utf-8")
