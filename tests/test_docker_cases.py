@@ -146,6 +146,12 @@ CASES: List[Case] = [
     ("run-visible-devices-none", "run.sh",
      "docker run --gpus all -e NVIDIA_VISIBLE_DEVICES=none nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi\n",
      "550.54.15", ["RTX 4090"], [("nvidia-visible-devices-none", 1)]),
+    # NVIDIA_DRIVER_CAPABILITIES without compute: 'compute: required for CUDA and OpenCL applications'.
+    # https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html
+    ("compose-capabilities-utility-only", "compose.yaml",
+     "services:\n  app:\n    image: nvidia/cuda:12.4.1-base-ubuntu22.04\n    gpus: all\n"
+     "    environment:\n      - NVIDIA_DRIVER_CAPABILITIES=utility\n",
+     "550.54.15", ["RTX 4090"], [("driver-capabilities-without-compute", 6)]),
     # CUDA_VISIBLE_DEVICES='' hides every device (CUDA programming guide, environment variables).
     # https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars
     ("dockerfile-cuda-visible-empty", "Dockerfile",
@@ -195,6 +201,11 @@ CLEAN: List[Tuple[str, str, str, Optional[str], Sequence[str]]] = [
     ("run-tf-cpu-and-cuda110", "install.sh",
      "docker run -it --rm -v ~/jupyters:/tf/notebooks -p 8888:8888 tensorflow/tensorflow:latest-jupyter\n"
      "sudo docker run --rm --gpus all nvidia/cuda:11.0-base nvidia-smi\n", "535.104.05", ["RTX 3090"]),
+    # The CUDA images' own capabilities (nvidia/cuda's base Dockerfile sets compute,utility).
+    # https://gitlab.com/nvidia/container-images/cuda/-/blob/master/dist/12.4.1/ubuntu2204/base/Dockerfile
+    ("capabilities-compute-utility", "Dockerfile",
+     "FROM nvidia/cuda:12.4.1-base-ubuntu22.04\nENV NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility\n",
+     "550.54.15", ["RTX 4090"]),
     # https://github.com/dreamquark-ai/tabnet/commit/4f9d610ff2b44c8dc23e39c9635c066ba7ac169a
     ("tabnet-cuda118-runtime", "Dockerfile_gpu",
      "# GENERATED FROM SCRIPTS\nFROM nvidia/cuda:11.8.0-runtime-ubuntu20.04\n\n# Avoid tzdata interactive action\n"

@@ -255,6 +255,20 @@ def rule_visible_devices(unit: Unit, img: Optional[ImageFacts], host: HostFacts,
             fix="Set it to the GPUs to use, or leave it out (the CUDA images set it to all):",
             commands=["NVIDIA_VISIBLE_DEVICES=all"], evidence=[f"{unit.name}.env.NVIDIA_VISIBLE_DEVICES"],
             source=[ref("container_images.json", "visible_devices_hiding")])))
+    caps = unit.env_value("NVIDIA_DRIVER_CAPABILITIES")
+    needed = {w.lower() for w in matrix.images.words("driver_capabilities_cuda")}
+    given = {w.strip().lower() for w in (caps.value if caps is not None else "").split(",")}
+    if caps is not None and needed and not given & needed:
+        out.append((caps.line, finding(
+            "driver-capabilities-without-compute", E, Category.CONTAINER_NO_GPU,
+            f"NVIDIA_DRIVER_CAPABILITIES={caps.value!r} leaves out compute: no libcuda in the container",
+            why="The NVIDIA container runtime mounts the driver's libraries by capability; CUDA needs 'compute' (or "
+                "'all'), and without it the container has no libcuda.so: CUDA programs fail to find a driver.",
+            fix="Add compute to the capabilities:", commands=[f"NVIDIA_DRIVER_CAPABILITIES={caps.value},compute"
+                                                               if caps.value.strip() else
+                                                               "NVIDIA_DRIVER_CAPABILITIES=compute,utility"],
+            evidence=[f"{unit.name}.env.NVIDIA_DRIVER_CAPABILITIES"],
+            source=[ref("container_images.json", "driver_capabilities_cuda")])))
     cuda = unit.env_value("CUDA_VISIBLE_DEVICES")
     if cuda is not None:
         first = cuda.value.split(",")[0].strip()
@@ -281,8 +295,9 @@ class ContainerCheck:
 
 CONTAINER_CHECKS: Tuple[ContainerCheck, ...] = (
     ContainerCheck("docker-visible-devices", rule_visible_devices,
-                   ("nvidia-visible-devices-none", "cuda-visible-devices-hides-all"),
-                   "NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES in the file let GPUs through"),
+                   ("nvidia-visible-devices-none", "cuda-visible-devices-hides-all", "driver-capabilities-without-compute"),
+                   "NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES and CUDA_VISIBLE_DEVICES in the file let CUDA "
+                   "reach the GPUs"),
     ContainerCheck("docker-gpu-request", rule_gpu_request, ("container-without-gpu",),
                    "a service or docker run line that runs a GPU image asks for the GPUs"),
     ContainerCheck("docker-image-driver", rule_image_driver,

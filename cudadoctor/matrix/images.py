@@ -192,5 +192,6 @@ def invariants(data: ImageData, matrix: Any) -> List[str]:
         c.cuda(f"{r.repository}:{r.release}", r.cuda)
         if r.forward_compat_drivers and not r.forward_compat:
             c.add(f"{r.repository}:{r.release}", "lists forward-compatibility drivers without forward_compat")
-    c.facts(data.facts, ("docker_default_shm_mib", "shm_needed_by", "visible_devices_hiding", "extension_builds"))
+    c.facts(data.facts, ("docker_default_shm_mib", "shm_needed_by", "visible_devices_hiding", "extension_builds",
+                         "driver_capabilities_cuda"))
     return c.problems
