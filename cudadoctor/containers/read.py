@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import List
 
 from cudadoctor.containers.compose import read_compose
 from cudadoctor.containers.dockerfile import read_dockerfile
@@ -23,12 +24,18 @@ def kind_of(path: str, text: str) -> str:
     if name in ("dockerfile", "containerfile") or name.startswith(("dockerfile.", "containerfile.")) or \
             name.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
-    for line in text.splitlines()[:200]:
+    for line in lines_of(text[:20000])[:200]:
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         return "dockerfile" if _FIRST.match(stripped) else "run"
     return "run"
+
+
+def lines_of(text: str) -> List[str]:
+    """The lines as an editor numbers them: split at \\n only (a lone \\r, \\f or U+2028 is no
+    line break for Docker or compose, though str.splitlines() makes it one), \\r\\n ends kept out."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
 def read_spec(path: str, text: str) -> Spec:
@@ -39,9 +46,9 @@ def read_spec(path: str, text: str) -> Spec:
     if kind == "compose":
         spec = read_compose(path, text)
     elif kind == "dockerfile":
-        spec = read_dockerfile(path, text.splitlines())
+        spec = read_dockerfile(path, lines_of(text))
     else:
-        spec = read_runs(path, text.splitlines())
+        spec = read_runs(path, lines_of(text))
     if truncated:
         from dataclasses import replace
 

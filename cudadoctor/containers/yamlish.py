@@ -48,8 +48,8 @@ def _strip_comment(text: str) -> str:
 def _lines(text: str) -> List[Tuple[int, int, str]]:
     """(line number, indent, content) of the meaningful lines of the first document."""
     out: List[Tuple[int, int, str]] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        raw = raw.replace("\t", "  ")
+    for number, raw in enumerate(text.split("\n"), 1):  # \n only: the line numbers an editor shows
+        raw = raw.rstrip("\r").replace("\t", "  ")
         content = _strip_comment(raw)
         if not content.strip():
             continue
