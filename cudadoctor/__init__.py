@@ -40,6 +40,7 @@ __all__ = [
     "collect",
     "diagnose",
     "diagnose_text",
+    "docker",
     "explain",
     "install_excepthook",
     "make_report",
@@ -55,7 +56,7 @@ _HOME.update(CudadoctorError="errors", Explanation="diagnosis.explanation", inst
              uninstall_excepthook="oncall.excepthook")
 
 if TYPE_CHECKING:  # the real signatures, for mypy and IDEs
-    from cudadoctor.api import collect, diagnose, diagnose_text, explain, make_report, plan_install, report, smoke
+    from cudadoctor.api import collect, diagnose, diagnose_text, docker, explain, make_report, plan_install, report, smoke
     from cudadoctor.errors import CudadoctorError
     from cudadoctor.oncall.excepthook import install_excepthook, uninstall_excepthook
     from cudadoctor.diagnosis.explanation import Explanation

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from cudadoctor.diagnosis.paste import PasteDiagnosis
     from cudadoctor.planner.install import InstallResult
     from cudadoctor.planner.target import Target
+    from cudadoctor.containers.model import DockerResult
 
-__all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "explain", "make_report", "plan_install", "report", "smoke"]
+__all__ = ["CudadoctorError", "collect", "diagnose", "diagnose_text", "docker", "explain", "make_report", "plan_install",
+           "report", "smoke"]
 
 # What a snapshot-like argument may be: a Snapshot, a Report, a dict (a snapshot or report JSON
 # document as loaded, or the facts of docs/facts.md), or the path of such a JSON file.
@@ -200,6 +202,47 @@ def plan_install(packages: Union[str, Sequence[str]], target: Union[None, Mappin
         raise CudadoctorError(f"index_url {index_url}: not an http(s) URL")
     return plan(matrix, _install_target(matrix, target, python, timeout, host), names, manager, version, cuda,
                 index_url, upgrade)
+
+
+def docker(paths: Union[str, Sequence[str]], target: Union[None, Mapping[str, Any], "Target"] = None, *,
+           report: Optional[SnapshotLike] = None, timeout: float = DEFAULT_TIMEOUT_S,
+           host: Optional[Host] = None) -> "DockerResult":
+    """Check Dockerfiles, compose files and texts with ``docker run`` lines against this machine's
+    driver and GPUs (``target=None``), a described one (a dict as for :func:`plan_install`:
+    ``{"driver": "535.104.05", "gpus": ["A100"]}``) or the machine of a saved ``report``. Each
+    finding has the line it is about (docs/docker.md)."""
+    from cudadoctor.checks.containers_facts import host_facts
+    from cudadoctor.checks.containers_run import run_docker
+    from cudadoctor.containers.model import MAX_BYTES
+    from cudadoctor.data.source import default_matrix
+    from cudadoctor.planner.target import from_snapshot
+    from cudadoctor.version import __version__
+
+    matrix = default_matrix()
+    names = (paths,) if isinstance(paths, str) else tuple(paths)
+    if not names:
+        raise CudadoctorError("docker: give the files to check (a Dockerfile, a compose file, a script)")
+    if report is not None:
+        t, where = from_snapshot(as_snapshot(report), matrix), "the machine of the report"
+    elif target is not None:
+        t, where = _install_target(matrix, target, None, timeout, host), "the described machine"
+    else:
+        t, where = machine_target(matrix, None, timeout, host), "this machine"
+
+    def read(path: str) -> Optional[str]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return fh.read(MAX_BYTES + 1)
+        except OSError:
+            return None
+
+    files = []
+    for name in names:
+        text = read(name)
+        if text is None:
+            raise CudadoctorError(f"{name}: cannot be read", hint="give the path of a Dockerfile or compose file")
+        files.append((name, text))
+    return run_docker(files, host_facts(matrix, t, where), matrix, read, __version__)
 
 
 def smoke(suites: Union[None, str, Sequence[str]] = None, tier: str = "quick", *, python: Optional[str] = None,

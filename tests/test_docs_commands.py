@@ -122,6 +122,14 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # issue.md: a real pasted report of the corpus (docs/pasted-reports.md shows its diagnosis)
     paste = HERE / "corpus" / "reports" / "a-pytorch-rtx5090d-sm120-torch26-cu126" / "paste.md"
     (tmp / "issue.md").write_text(paste.read_text(encoding="utf-8"), encoding="utf-8")
+    # Dockerfile, compose.yaml: the worked example docs/docker.md shows; deploy.sh: a docker run line
+    docker_md = (ROOT / "docs" / "docker.md").read_text(encoding="utf-8")
+    for name, lang in (("Dockerfile", "dockerfile"), ("compose.yaml", "yaml")):
+        block = re.search(rf"```{lang}\n(.*?)```", docker_md, re.S)
+        assert block, f"docs/docker.md shows a {name}"
+        (tmp / name).write_text(block.group(1), encoding="utf-8")
+    (tmp / "deploy.sh").write_text("docker run --gpus all --ipc=host nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi\n",
+                                   encoding="utf-8")
     return tmp
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudadoctor.checks import CHECKS, all_codes
+from cudadoctor.checks.containers import CONTAINER_CHECKS, codes as container_codes
 from cudadoctor.checks.docindex import doc_fields, index
 from cudadoctor.model import Category, Severity
 
@@ -16,7 +17,10 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "findings"
 SECTIONS = ("## What it means", "## Why it happens", "## How to fix", "## Example")
 
 
-@pytest.mark.parametrize("code", all_codes())
+EVERY_CODE = all_codes() + [c for c in container_codes() if c not in all_codes()]
+
+
+@pytest.mark.parametrize("code", EVERY_CODE)
 def test_every_code_has_its_doc(code: str) -> None:
     path = DOCS / f"{code}.md"
     assert path.is_file(), f"docs/findings/{code}.md is missing (template: docs/findings/TEMPLATE.md)"
@@ -25,14 +29,14 @@ def test_every_code_has_its_doc(code: str) -> None:
     fields = doc_fields(text)
     assert fields.get("severity", "").split(" ")[0].strip(",") in {s.value for s in Severity}, fields
     assert fields.get("category", "").strip("`").split("`")[0] in {c.value for c in Category}, fields
-    check = next(c for c in CHECKS if code in c.codes)
+    check = next(c for c in (*CHECKS, *CONTAINER_CHECKS) if code in c.codes)
     assert f"`{check.name}`" in fields.get("check", ""), f"the doc names its check {check.name}"
     for section in SECTIONS:
         assert section in text, f"{code}: missing section {section}"
 
 
 def test_no_doc_without_a_code() -> None:
-    codes = set(all_codes())
+    codes = set(EVERY_CODE)
     stray = [p.stem for p in DOCS.glob("*.md") if p.stem not in codes and p.stem not in ("README", "TEMPLATE")]
     assert not stray, f"docs for codes no check produces: {stray}"
 
@@ -49,6 +53,10 @@ def test_codes_are_stable_kebab_case_and_unique_per_check() -> None:
             assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code), code
     owners = [code for check in CHECKS for code in check.codes]
     assert len(owners) == len(set(owners)), "a code belongs to one check"
+    for rule in CONTAINER_CHECKS:  # a container rule reuses a code of `check` only for the same cause
+        assert re.fullmatch(r"docker(-[a-z0-9]+)+", rule.name)
+        for code in rule.codes:
+            assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code), code
 
 
 def test_every_category_is_documented() -> None:

@@ -9,6 +9,7 @@ import sys
 from typing import Dict, List, Optional
 
 from cudadoctor.checks import CHECKS
+from cudadoctor.checks.containers import CONTAINER_CHECKS
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs", "findings")
 
@@ -39,6 +40,16 @@ def index(docs_dir: str = DOCS) -> str:
             severity = fields.get("severity", "?") if fields else "?"
             category = fields.get("category", "?") if fields else "?"
             lines.append(f"| [`{code}`]({code}.md) | {severity} | {category} | `{check.name}`: {check.summary} |")
+    lines += ["", "## `cudadoctor docker`", "",
+              "The checks of Dockerfiles, compose files and `docker run` lines (docs/docker.md); a code `check`",
+              "also reports means the same cause.", "",
+              "| code | severity | category | check |", "|---|---|---|---|"]
+    for rule in CONTAINER_CHECKS:
+        for code in rule.codes:
+            fields = _fields(docs_dir, code)
+            severity = fields.get("severity", "?") if fields else "?"
+            category = fields.get("category", "?") if fields else "?"
+            lines.append(f"| [`{code}`]({code}.md) | {severity} | {category} | `{rule.name}`: {rule.summary} |")
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,7 @@ COMMANDS = {
     "fleet": "fleet",
     "run": "run",
     "triage": "triage",
+    "docker": "docker",
 }
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from cudadoctor.matrix.framework_archs import FrameworkArchData
     from cudadoctor.matrix.ecosystem import EcosystemData
     from cudadoctor.matrix.gpus import GpuData
+    from cudadoctor.matrix.images import ImageData
     from cudadoctor.matrix.jetson import JetsonData
     from cudadoctor.matrix.peaks import PeakData
     from cudadoctor.matrix.pytorch import PytorchData
@@ -33,7 +34,7 @@ __all__ = ["DataError", "Matrix"]
 # Each concern is a module of this package with TABLES (the files it reads), build(docs) -> its
 # typed rows and queries, and invariants(data, matrix) -> problems. Imported when first used.
 CONCERNS: Tuple[str, ...] = ("cuda", "gpus", "peaks", "toolchain", "pytorch", "ecosystem", "signatures", "jetson",
-                             "addons", "drivers", "framework_archs")
+                             "addons", "drivers", "framework_archs", "images")
 
 # The concerns whose invariants have a module of their own (only `cudadoctor data validate` and the
 # tests need them); the others define ``invariants`` beside their rows.
@@ -124,6 +125,10 @@ class Matrix:
     @property
     def framework_archs(self) -> "FrameworkArchData":
         return cast("FrameworkArchData", self.concern("framework_archs"))
+
+    @property
+    def images(self) -> "ImageData":
+        return cast("ImageData", self.concern("images"))
 
     # ------------------------------------------------------------------ whole-data operations
 

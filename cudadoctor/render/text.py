@@ -99,6 +99,9 @@ def _wrapped(label: str, text: str) -> List[str]:
     return [f"  {label:<4} {lines[0]}"] + [f"       {line}" for line in lines[1:]]
 
 
+wrapped = _wrapped  # a labelled, wrapped block ('  why  ...'), for the other text views
+
+
 def summary_line(findings: Sequence[Finding]) -> str:
     found = problems(findings)
     if not found:
