@@ -68,3 +68,36 @@ def test_a_byte_that_is_not_utf8_is_kept_and_shown_escaped(variable: str) -> Non
             assert json.loads(out)["snapshot"]["env"]["CUDA_HOME"] == "/opt/cu\udcffda"
         if variable == "CUDA_HOME":
             assert "cu\\xffda" in out or "cu\\udcffda" in out
+
+
+def test_report_is_not_written_through_a_link(tmp_path: Path) -> None:
+    """`report -o LINK` wrote through a symbolic link into another file; the link and its target stay."""
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    link = tmp_path / "report.md"
+    link.symlink_to(target)
+    machine = Path(__file__).parent / "machines" / "laptop-rtx3060-driver470-torch25-cu124"
+    _one_line(_run(["report", "--machine", str(machine), "-o", str(link)]), "a symbolic link")
+    assert target.read_text() == "keep me\n" and link.is_symlink()
+
+
+def test_diagnose_json_never_emits_nan(tmp_path: Path) -> None:
+    """A report with NaN or Infinity (not JSON, but Python writes them) is read, and what is written
+    back is strict JSON."""
+    doc = tmp_path / "facts.json"
+    doc.write_text('{"driver_version": "550.54.14", "gpu_name": "NVIDIA GeForce RTX 4090", "gpu_count": NaN}')
+    done = _run(["diagnose", "--facts", str(doc), "--json"])
+    out = done.stdout.decode()
+    assert "NaN" not in out and "Infinity" not in out
+    json.loads(out, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+def test_a_looping_link_in_a_fleet_folder_is_one_unreadable_report(tmp_path: Path) -> None:
+    from cudadoctor.fleet.read import discover, read_one
+
+    (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
+    (tmp_path / "node1.json").write_text("{}")
+    found = discover([str(tmp_path)])
+    assert sorted(os.path.basename(p) for p in found) == ["loop.json", "node1.json"]
+    loop = read_one(str(tmp_path / "loop.json"))
+    assert getattr(loop, "kind", None) == "unreadable" and "cannot read it" in getattr(loop, "reason", "")

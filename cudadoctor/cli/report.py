@@ -8,6 +8,7 @@ text, or the JSON envelope. A report is not a verdict: it exits 0 once written, 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import Optional, Tuple
 
@@ -86,10 +87,22 @@ def _write(path: str, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise CudadoctorError(f"-o {path}: {folder} is not a folder")
+    if os.path.islink(path) and not _stream(path):
+        raise CudadoctorError(f"-o {path}: a symbolic link (to {os.readlink(path)}); the report is not written through "
+                              "it", hint="give the file's own path")
     try:
         write_output(path, text, shared=True)
     except OSError as exc:
         raise CudadoctorError(f"-o {path}: {exc.strerror or exc}") from None
+
+
+def _stream(path: str) -> bool:
+    """A link to a terminal, pipe or device (/dev/stdout is one): written into as a shell would."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def _default_format(output: Optional[str]) -> str:

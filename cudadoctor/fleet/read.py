@@ -48,11 +48,20 @@ def discover(inputs: Sequence[str]) -> List[str]:
 def _reports_in(directory: str) -> List[str]:
     try:
         with os.scandir(directory) as entries:
-            # Only regular files: a named pipe with a .json name would block open() for ever.
-            names = [e.path for e in entries if e.name.endswith(SUFFIXES) and e.is_file()]
+            # Only regular files: a named pipe with a .json name would block open() for ever. An entry
+            # that cannot be followed (a symbolic link that loops) is kept: reading it makes it one
+            # unreadable report, and the others are summarised.
+            names = [e.path for e in entries if e.name.endswith(SUFFIXES) and _file_or_broken(e)]
     except OSError as exc:
         raise CudadoctorError(f"{directory}: {exc.strerror or exc}") from None
     return sorted(names)
+
+
+def _file_or_broken(entry: "os.DirEntry[str]") -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return True
 
 
 def stem(path: str) -> str:

@@ -168,7 +168,7 @@ def decode(raw: bytes) -> str:
 def parse(text: str, markdown: bool = True) -> Any:
     """The JSON value of ``text``, or (``markdown``) the JSON block of a Markdown report."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         embedded = markdown_json(text) if markdown else None
         if embedded is not None:
@@ -176,6 +176,12 @@ def parse(text: str, markdown: bool = True) -> Any:
         raise ReadError("json", f"line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except (RecursionError, ValueError, MemoryError) as exc:
         raise ReadError("unusable", type(exc).__name__) from None
+
+
+def _no_constant(name: str) -> None:
+    """NaN, Infinity and -Infinity in outside JSON are read as null: strict JSON has no such
+    values, and what cudadoctor writes back must parse everywhere."""
+    return None
 
 
 def extract_json(markdown: str) -> Optional[str]:
@@ -241,7 +247,7 @@ def markdown_json(text: str) -> Any:
     if "```json" not in text and "~~~" not in text:
         return None
     block = extract_json(text)
-    return json.loads(block) if block is not None else None
+    return json.loads(block, parse_constant=_no_constant) if block is not None else None
 
 
 def report_parts(data: Any, keep_findings: bool = True) -> Tuple[Snapshot, Optional[Tuple[Finding, ...]], Dict[str, str]]:
