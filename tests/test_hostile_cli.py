@@ -101,3 +101,18 @@ def test_a_looping_link_in_a_fleet_folder_is_one_unreadable_report(tmp_path: Pat
     assert sorted(os.path.basename(p) for p in found) == ["loop.json", "node1.json"]
     loop = read_one(str(tmp_path / "loop.json"))
     assert getattr(loop, "kind", None) == "unreadable" and "cannot read it" in getattr(loop, "reason", "")
+
+
+def test_a_lone_surrogate_in_an_interpreters_answer_is_shown_escaped(tmp_path: Path) -> None:
+    """A --python interpreter whose prefix is not UTF-8 answers with a lone surrogate in its JSON."""
+    fake = tmp_path / "python3"
+    facts = ('{"executable": "%s", "version": "3.11.7", "implementation": "cpython", "prefix": "/opt/v\\udcffenv", '
+             '"base_prefix": "/usr", "platform_tag": "linux-x86_64", '
+             '"site_packages": ["/opt/v\\udcffenv/lib/python3.11/site-packages"], "conda_prefix_env": null}' % fake)
+    fake.write_text("#!/bin/sh\ncat <<'J'\n" + facts + "\nJ\n")
+    fake.chmod(0o755)
+    for args in (["check", "--no-smoke"], ["report"]):
+        done = _run([*args, "--python", str(fake)])
+        err = done.stderr.decode("utf-8", "replace")
+        assert done.returncode in (0, 1) and "Traceback" not in err and "internal error" not in err, err
+        assert "v\\xffenv" in done.stdout.decode("utf-8")
