@@ -22,11 +22,13 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from typing import List, Optional, Tuple
+from typing import List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fleet_speed import timed  # noqa: E402  (one way to time a command, shared by the benchmarks)
 
 TARGET_S = 1.0
 BASELINE = "import sys\nfor p in sys.argv[1:]:\n    open(p, encoding='utf-8').read().splitlines()\n"
@@ -59,17 +61,6 @@ def dockerfile(stages: int) -> str:
                 "    && pip install numpy scipy", "RUN <<EOF", "echo hello", "pip install einops", "EOF"]
     out.append('CMD ["python", "serve.py"]')
     return "\n".join(out) + "\n"
-
-
-def timed(argv: List[str]) -> Tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv[:6])} ... exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
-    return elapsed, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def in_process(path: str) -> float:

@@ -34,23 +34,21 @@ def index(docs_dir: str = DOCS) -> str:
         "| code | severity | category | check |",
         "|---|---|---|---|",
     ]
-    for check in CHECKS:
-        for code in check.codes:
-            fields = _fields(docs_dir, code)
-            severity = fields.get("severity", "?") if fields else "?"
-            category = fields.get("category", "?") if fields else "?"
-            lines.append(f"| [`{code}`]({code}.md) | {severity} | {category} | `{check.name}`: {check.summary} |")
+    lines += [_row(docs_dir, code, check.name, check.summary) for check in CHECKS for code in check.codes]
     lines += ["", "## `cudadoctor docker`", "",
               "The checks of Dockerfiles, compose files and `docker run` lines (docs/docker.md); a code `check`",
               "also reports means the same cause.", "",
               "| code | severity | category | check |", "|---|---|---|---|"]
-    for rule in CONTAINER_CHECKS:
-        for code in rule.codes:
-            fields = _fields(docs_dir, code)
-            severity = fields.get("severity", "?") if fields else "?"
-            category = fields.get("category", "?") if fields else "?"
-            lines.append(f"| [`{code}`]({code}.md) | {severity} | {category} | `{rule.name}`: {rule.summary} |")
+    lines += [_row(docs_dir, code, rule.name, rule.summary) for rule in CONTAINER_CHECKS for code in rule.codes]
     return "\n".join(lines) + "\n"
+
+
+def _row(docs_dir: str, code: str, name: str, summary: str) -> str:
+    """One line of the index: the code's page, its severity and category, the check that reports it."""
+    fields = _fields(docs_dir, code)
+    severity = fields.get("severity", "?") if fields else "?"
+    category = fields.get("category", "?") if fields else "?"
+    return f"| [`{code}`]({code}.md) | {severity} | {category} | `{name}`: {summary} |"
 
 
 def _fields(docs_dir: str, code: str) -> Optional[Dict[str, str]]:
