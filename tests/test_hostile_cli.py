@@ -70,15 +70,19 @@ def test_a_byte_that_is_not_utf8_is_kept_and_shown_escaped(variable: str) -> Non
             assert "cu\\xffda" in out or "cu\\udcffda" in out
 
 
-def test_report_is_not_written_through_a_link(tmp_path: Path) -> None:
-    """`report -o LINK` wrote through a symbolic link into another file; the link and its target stay."""
-    target = tmp_path / "precious.txt"
-    target.write_text("keep me\n")
-    link = tmp_path / "report.md"
+def test_report_through_a_link_says_which_file_it_wrote(tmp_path: Path) -> None:
+    """`report -o LINK` writes through the link as a shell's `>` would (a `latest.md` link is kept a
+    link); it says so, naming the file written, where it named only the link."""
+    target = tmp_path / "reports" / "node1.md"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "latest.md"
     link.symlink_to(target)
     machine = Path(__file__).parent / "machines" / "laptop-rtx3060-driver470-torch25-cu124"
-    _one_line(_run(["report", "--machine", str(machine), "-o", str(link)]), "a symbolic link")
-    assert target.read_text() == "keep me\n" and link.is_symlink()
+    done = _run(["report", "--machine", str(machine), "-o", str(link)])
+    err = done.stderr.decode()
+    assert done.returncode == 0 and link.is_symlink() and target.read_text().startswith("### cudadoctor report")
+    assert f"a symbolic link: the file written is {target}" in err
 
 
 def test_diagnose_json_never_emits_nan(tmp_path: Path) -> None:

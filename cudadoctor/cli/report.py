@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import click
 
 from cudadoctor.errors import CudadoctorError, ExitCode
+from cudadoctor.model.printable import printable
 from cudadoctor.host import DEFAULT_TIMEOUT_S
 from cudadoctor.reports.build import (
     REPORT_FORMATS,
@@ -71,9 +72,11 @@ def report(fmt: Optional[str], output: Optional[str], smoke: bool, python: Optio
         sys.stdout.write(text)
         return ExitCode.OK
     output = expand(output, result.node)
+    through = _link_target(output)
     _write(output, text)
     how = "not redacted" if no_redact else "redacted"
-    sys.stderr.write(f"cudadoctor: wrote the report to {output} ({name}, {how}, {len(text):,} characters)\n")
+    where = f"{output} (a symbolic link: the file written is {printable(through)})" if through else output
+    sys.stderr.write(f"cudadoctor: wrote the report to {where} ({name}, {how}, {len(text):,} characters)\n")
     return ExitCode.OK
 
 
@@ -87,22 +90,23 @@ def _write(path: str, text: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise CudadoctorError(f"-o {path}: {folder} is not a folder")
-    if os.path.islink(path) and not _stream(path):
-        raise CudadoctorError(f"-o {path}: a symbolic link (to {os.readlink(path)}); the report is not written through "
-                              "it", hint="give the file's own path")
     try:
         write_output(path, text, shared=True)
     except OSError as exc:
         raise CudadoctorError(f"-o {path}: {exc.strerror or exc}") from None
 
 
-def _stream(path: str) -> bool:
-    """A link to a terminal, pipe or device (/dev/stdout is one): written into as a shell would."""
+def _link_target(path: str) -> Optional[str]:
+    """The file a symbolic link ``path`` leads to, when it is one to a file (written through, as a
+    shell's ``>`` would, and said so); None for anything else (a path, /dev/stdout's terminal or pipe)."""
+    if not os.path.islink(path):
+        return None
+    target = os.path.realpath(path)
     try:
-        mode = os.stat(path).st_mode
+        mode = os.stat(target).st_mode
     except OSError:
-        return False
-    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        return target  # a link to a file not yet there: it is created
+    return target if stat.S_ISREG(mode) else None
 
 
 def _default_format(output: Optional[str]) -> str:
