@@ -379,10 +379,11 @@ def _last_branch(matrix: Matrix, driver: str, support: Any, cc: str, indexes: Li
     """A supported GPU whose architecture has a last driver branch: what that means before it bites."""
     arch = support.architecture
     name = arch.name.capitalize()
-    tk = matrix.toolchain.can_compile("1.0", cc)  # the architecture's row: its last toolkit, if any
-    toolkit = (f" CUDA {tk.last_cuda} is the last toolkit that builds for it, so builds made with a newer CUDA (CUDA "
-               f"{int(tk.last_cuda.split('.')[0]) + 1} wheels of the frameworks) carry no code for it."
-               if tk.last_cuda else "")
+    row = matrix.toolchain.arch(cc)
+    last_cuda = row.last_cuda if row is not None else None
+    toolkit = (f" CUDA {last_cuda} is the last toolkit that builds for it, so builds made with a newer CUDA (CUDA "
+               f"{int(last_cuda.split('.')[0]) + 1} wheels of the frameworks) carry no code for it."
+               if last_cuda else "")
     return finding(
         "driver-last-branch-for-gpu", INFO, Category.OTHER,
         f"{support.last_branch} is the last driver branch for {name} GPUs (GPU {', '.join(map(str, indexes))})",
@@ -392,7 +393,7 @@ def _last_branch(matrix: Matrix, driver: str, support: Any, cc: str, indexes: Li
         fix=f"Keep the driver on branch {support.last_branch} or older (hold its packages against upgrades), and "
             "framework builds for a CUDA that branch runs.",
         evidence=["driver.driver_version"] + [f"gpus[{i}].compute_capability" for i in indexes],
-        source=[ref("architectures.json", arch.name)] + ([f"toolkit_archs.json#{tk.sm}"] if tk.last_cuda else []),
+        source=[ref("architectures.json", arch.name)] + ([f"toolkit_archs.json#{row.sm}"] if row and last_cuda else []),
     )
 
 

@@ -169,10 +169,10 @@ def kernels(m: Any, t: Target, framework: str, version: str, cuda_major: Optiona
 
 def _first_cuda(m: Any, ccs: Sequence[str]) -> str:
     """'; a build made with CUDA 12.8 or newer would' (the first toolkit that knows every GPU)."""
-    firsts = [m.toolchain.can_compile("1.0", cc).first_cuda for cc in ccs]
-    if not firsts or None in firsts:
+    rows = [m.toolchain.arch(cc) for cc in ccs]
+    if not rows or None in rows:
         return ""
-    return f"; a build made with CUDA {max(firsts, key=vkey)} or newer would"
+    return f"; a build made with CUDA {max((r.first_cuda for r in rows if r), key=vkey)} or newer would"
 
 
 def _without_lists(m: Any, t: Target, framework: str, version: str, cuda: Optional[str]) -> Kernels:
