@@ -67,6 +67,11 @@ def _torch_for(matrix: Matrix, target: Target, version: Optional[str], pypi_buil
     return (found, None) if isinstance(found, TorchPlan) else (None, found)
 
 
+def _torch_pin(torch: TorchPlan) -> Tuple[Pin, ...]:
+    """The planned torch as a pin beside the package built against it."""
+    return (Pin("torch", torch.version),)
+
+
 def _with_torch(name: str, label: str, version: str, pins: Tuple[Pin, ...], torch: TorchPlan, target: Target,
                 reasons: Sequence[Reason], notes: Sequence[str] = ()) -> PackagePlan:
     base = from_torch(torch, ("torch",), target.driver)
@@ -163,8 +168,7 @@ def _xformers(matrix: Matrix, t: Target, version: Optional[str]) -> Result:
                               (f"xformers.json#{row.version}",))]
             notes = ("PyPI's xformers wheels are built against PyPI's torch build of that release; with torch from "
                      "another index, install them in one command so pip keeps that torch",)
-            pins = tuple(Pin(p.split("==")[0], p.split("==")[1]) for p in torch.pins_for(("torch",))) + \
-                (Pin("xformers", row.version),)
+            pins = _torch_pin(torch) + (Pin("xformers", row.version),)
             return _with_torch("xformers", f"xformers {row.version}", row.version, pins, torch, t, reasons, notes)
     return NoFit("xformers", (Reason(f"no xformers release in compat_data requires a torch that admits "
                                      f"{torch.label} (the torch that fits this machine)", ("xformers.json",)),))
@@ -202,8 +206,7 @@ def _flash_attn(matrix: Matrix, t: Target) -> Result:
                      _cc_key(c) <= _cc_key(g.max_compute_capability)) for c in t.compute_capabilities)]
     notes += [f"{g.package} also supports these GPUs (compute capability {g.min_compute_capability}"
               + (f" to {g.max_compute_capability}" if g.max_compute_capability else " and newer") + ")" for g in newer]
-    torch_pins = tuple(Pin(p.split("==")[0], p.split("==")[1]) for p in torch.pins_for(("torch",)))
-    pins = torch_pins + (Pin("flash-attn", series, exact=False),)
+    pins = _torch_pin(torch) + (Pin("flash-attn", series, exact=False),)
     return _with_torch("flash-attn", f"flash-attn {series}.x", series, pins, torch, t, reasons, notes)
 
 
@@ -236,6 +239,5 @@ def _triton(matrix: Matrix, t: Target) -> Result:
     notes = [f"torch {torch.label} runs here through CUDA minor-version compatibility; Triton compiles its kernels "
              "at run time (torch.compile), which its SASS does not cover: whether this driver loads them is not "
              "known from the data (a driver of the build's CUDA removes the question)"] if torch.driver_rule == "minor_compat" else []
-    torch_pins = tuple(Pin(p.split("==")[0], p.split("==")[1]) for p in torch.pins_for(("torch",)))
-    return _with_torch("triton", f"triton {pin.triton}", pin.triton, torch_pins + (Pin("triton", pin.triton),),
+    return _with_torch("triton", f"triton {pin.triton}", pin.triton, _torch_pin(torch) + (Pin("triton", pin.triton),),
                        torch, t, reasons, notes)
