@@ -39,15 +39,12 @@ class DriverAdvice:
     source: Tuple[str, ...] = ()
 
 
-def _end_of_life(matrix: Matrix, branch: str) -> Optional[Tuple[int, int]]:
-    """(year, month) a branch's support ends, from driver_branches.json's end_of_life text (the
-    newest edition's date when two are given); None: not recorded."""
-    for r in matrix.doc("driver_branches.json")["records"]:
-        if r["branch"] == branch and r.get("end_of_life"):
-            found = re.findall(r"([A-Za-z]+)\s+(\d{4})", r["end_of_life"])
-            dates = [(int(y), _MONTHS[m.lower()]) for m, y in found if m.lower() in _MONTHS]
-            return min(dates) if dates else None
-    return None
+def _end_of_life(branch: Any) -> Optional[Tuple[int, int]]:
+    """(year, month) a branch's support ends, from its end_of_life text (the newest edition's, the
+    earlier date, when two are given); None: not recorded."""
+    found = re.findall(r"([A-Za-z]+)\s+(\d{4})", branch.end_of_life or "")
+    dates = [(int(y), _MONTHS[m.lower()]) for m, y in found if m.lower() in _MONTHS]
+    return min(dates) if dates else None
 
 
 def _as_of(matrix: Matrix) -> Tuple[int, int]:
@@ -66,10 +63,10 @@ def choose_branch(matrix: Matrix, need: int, ceiling: Optional[int]) -> Tuple[Op
         return None, ""
     today = _as_of(matrix)
     supported = [b for b in branches if b.designation in SUPPORTED
-                 and ((eol := _end_of_life(matrix, b.branch)) is None or eol >= today)]
+                 and ((eol := _end_of_life(b)) is None or eol >= today)]
     if supported:
         b = supported[0]
-        eol = _end_of_life(matrix, b.branch)
+        eol = _end_of_life(b)
         kind = (b.designation or "").lower().replace("long term support", "long-term-support")
         return b, f"a {kind}" + (f", supported until {_month(eol)}" if eol else "")
     b = branches[0]

@@ -65,6 +65,7 @@ class DriverBranch:
     source: str
     confidence: str
     note: Optional[str] = None
+    end_of_life: Optional[str] = None  # as NVIDIA's table says it: "June 2028"
 
 
 @frozen
@@ -175,7 +176,7 @@ def build(docs: Mapping[str, Mapping[str, Any]]) -> CudaData:
     )
     branches = tuple(
         DriverBranch(branch=r["branch"], major=r["major"], max_cuda=r["max_cuda"],
-                     designation=r.get("designation"), **provenance(r))
+                     designation=r.get("designation"), end_of_life=r.get("end_of_life"), **provenance(r))
         for r in docs["driver_branches.json"]["records"]
     )
     return CudaData(toolkits, floors, branches)
