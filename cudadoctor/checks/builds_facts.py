@@ -280,15 +280,16 @@ def torch_packages(snap: Snapshot) -> List[str]:
 
 
 def torch_plan(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
-               use_driver: bool = True, avoid: Optional[str] = None) -> Tuple[Optional[TorchPlan], Optional[NoPlan]]:
+               use_driver: bool = True, avoid: Optional[str] = None,
+               upgraded: Optional[str] = None) -> Tuple[Optional[TorchPlan], Optional[NoPlan]]:
     """A plan for this machine: first within release ``keep`` (another variant of the installed
     version), then any release. (plan, None), or (None, why nothing fits). ``avoid``: the label of
     a build known not to work here ('2.6.0+cu126', the installed one), never planned again."""
     from cudadoctor.planner.torch import TorchPlan, plan_torch
 
     driver = driver_version(snap) if use_driver else None
-    if driver and upgraded_driver(snap, matrix, ccs):
-        driver = upgraded_driver(snap, matrix, ccs)  # the plan is for the driver the GPU needs
+    if driver:  # a driver that predates a GPU: the plan is for the driver the GPU needs
+        driver = upgraded or upgraded_driver(snap, matrix, ccs) or driver
     args = (matrix, driver, os_of(snap), python_mm(snap), list(ccs), wheel_platform(snap))
     kept = matrix.pytorch.release(keep) if keep else None
     if kept is not None:
@@ -325,11 +326,11 @@ def upgraded_driver(snap: Snapshot, matrix: Matrix, ccs: Sequence[str]) -> Optio
 def torch_fix(snap: Snapshot, matrix: Matrix, ccs: Sequence[str], keep: Optional[str] = None,
               lead: str = "Install", avoid: Optional[str] = None) -> Tuple[str, List[str], Tuple[str, ...]]:
     """(fix text, commands, sources) installing the planned torch build in place of this one."""
-    plan, none = torch_plan(snap, matrix, ccs, keep, avoid=avoid)
+    after = upgraded_driver(snap, matrix, ccs)
+    plan, none = torch_plan(snap, matrix, ccs, keep, avoid=avoid, upgraded=after)
     packages = torch_packages(snap)
     if plan is not None:
         caveat = ""
-        after = upgraded_driver(snap, matrix, ccs)
         if after:
             caveat = f" (for the driver upgrade the GPU needs, to {after} or newer)"
         elif plan.driver_rule == "minor_compat":
